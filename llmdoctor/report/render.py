@@ -1,0 +1,227 @@
+"""Renderers shared by every checking command: text (rich), json, sarif (2.1.0) and github annotations."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import quote
+
+from llmdoctor import __version__
+from llmdoctor.report.model import Report
+
+FORMATS = ("text", "json", "sarif", "github")
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/llmdoctor/llmdoctor"
+
+
+def render(report: Report, fmt: str, out: TextIO | None = None, *, statistics: bool = False) -> None:
+    out = out or sys.stdout
+    if fmt == "text":
+        render_text(report, out, statistics=statistics)
+    elif fmt == "json":
+        out.write(to_json(report) + "\n")
+    elif fmt == "sarif":
+        out.write(json.dumps(to_sarif(report), indent=2) + "\n")
+    elif fmt == "github":
+        render_github(report, out)
+    else:  # the CLI validates the choice; this guards programmatic use
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def make_console(out: TextIO, *, stderr: bool = False):
+    """A rich console that colours only on a terminal and honours NO_COLOR (rich reads it itself)."""
+    from rich.console import Console
+
+    return Console(file=out, stderr=stderr, highlight=False, soft_wrap=True, emoji=False)
+
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_text(report: Report, out: TextIO, *, statistics: bool = False) -> None:
+    from rich.markup import escape
+
+    console = make_console(out)
+    for f in report.findings:
+        style = _SEVERITY_STYLE.get(f.severity, "")
+        console.print(
+            f"[bold]{escape(f.path)}[/]:{f.line}:{f.column}: [{style}]{f.rule}[/] {escape(f.message)}"
+        )
+        if f.fix:
+            console.print(f"    [dim]fix:[/] {escape(f.fix)}")
+    for e in report.errors:
+        console.print(f"[bold]{escape(str(e.path))}[/]{':' + str(e.line) if e.line else ''}: "
+                      f"[bold red]error:[/] {escape(e.reason)}")
+    for notice in report.notices:
+        console.print(f"[dim]note: {escape(notice)}[/]")
+    if statistics and report.findings:
+        names = {r.id: r.name for r in report.rules}
+        for rule, count in sorted(report.counts_by_rule().items(), key=lambda kv: (-kv[1], kv[0])):
+            console.print(f"{count:>6}  {rule:<8} {names.get(rule, '')}")
+    console.print(summary_line(report))
+
+
+def summary_line(report: Report) -> str:
+    n, e = len(report.findings), len(report.errors)
+    files = f" in {report.files_checked} file{'s' if report.files_checked != 1 else ''}"
+    if not n and not e:
+        return f"All checks passed{files}."
+    parts = []
+    if n:
+        parts.append(f"{n} finding{'s' if n != 1 else ''}")
+    if e:
+        parts.append(f"{e} input{'s' if e != 1 else ''} could not be checked")
+    return "Found " + ", ".join(parts) + files + "."
+
+
+# ----------------------------------------------------------------------------- json
+
+
+def to_json(report: Report) -> str:
+    data = {
+        "findings": [f.to_dict() for f in report.findings],
+        "errors": [e.to_dict() for e in report.errors],
+        "summary": report.summary(),
+    }
+    if report.notices:
+        data["notices"] = list(report.notices)
+    return json.dumps(data, indent=2)
+
+
+# ----------------------------------------------------------------------------- sarif
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The enclosing git work tree (what GitHub code scanning resolves URIs against), else the cwd."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return Path.cwd().resolve()
+
+
+def _artifact_uri(path: str, root: Path) -> str:
+    absolute = Path(path).resolve() if not os.path.isabs(path) else Path(path)
+    try:
+        relative = absolute.relative_to(root)
+    except ValueError:
+        return absolute.as_uri()
+    return quote(relative.as_posix())
+
+
+def to_sarif(report: Report) -> dict:
+    root = repo_root()
+    rule_ids = sorted({f.rule for f in report.findings} | {r.id for r in report.rules})
+    known = {r.id: r for r in report.rules}
+    rules = []
+    for rid in rule_ids:
+        info = known.get(rid)
+        entry: dict = {"id": rid}
+        if info:
+            entry.update(
+                {
+                    "name": info.name,
+                    "shortDescription": {"text": info.summary},
+                    "fullDescription": {"text": info.help or info.summary},
+                    "help": {"text": info.help or info.summary, "markdown": info.help or info.summary},
+                    "defaultConfiguration": {"level": SARIF_LEVEL.get(info.severity, "warning")},
+                }
+            )
+            if info.help_uri:
+                entry["helpUri"] = info.help_uri
+        rules.append(entry)
+    index = {rid: i for i, rid in enumerate(rule_ids)}
+    results = []
+    for f in report.findings:
+        region = {"startLine": f.line, "startColumn": f.column}
+        if f.end_line:
+            region.update({"endLine": f.end_line, "endColumn": f.end_column})
+        results.append(
+            {
+                "ruleId": f.rule,
+                "ruleIndex": index[f.rule],
+                "level": SARIF_LEVEL.get(f.severity, "warning"),
+                "message": {"text": f.message + (f"\nFix: {f.fix}" if f.fix else "")},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _artifact_uri(f.path, root), "uriBaseId": "%SRCROOT%"},
+                            "region": region,
+                        }
+                    }
+                ],
+            }
+        )
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": e.reason},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _artifact_uri(e.path, root), "uriBaseId": "%SRCROOT%"},
+                        **({"region": {"startLine": e.line}} if e.line else {}),
+                    }
+                }
+            ],
+        }
+        for e in report.errors
+    ]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "llmdoctor",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+                "invocations": [
+                    {"executionSuccessful": not report.errors, "toolExecutionNotifications": notifications}
+                ],
+                "results": results,
+            }
+        ],
+    }
+
+
+# ----------------------------------------------------------------------------- github
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def render_github(report: Report, out: TextIO) -> None:
+    """GitHub Actions workflow commands: one annotation per finding and per input error."""
+    for f in report.findings:
+        props = f"file={_escape_property(f.path)},line={f.line},col={f.column}"
+        if f.end_line:
+            props += f",endLine={f.end_line},endColumn={f.end_column}"
+        props += f",title={_escape_property(f.rule)}"
+        message = f.message + (f"\nFix: {f.fix}" if f.fix else "")
+        out.write(f"::{GITHUB_LEVEL.get(f.severity, 'warning')} {props}::{_escape_data(message)}\n")
+    for e in report.errors:
+        props = f"file={_escape_property(e.path)}" + (f",line={e.line}" if e.line else "")
+        out.write(f"::error {props},title=llmdoctor::{_escape_data(e.reason)}\n")
+    out.write(summary_line(report) + "\n")
