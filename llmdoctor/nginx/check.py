@@ -1,0 +1,103 @@
+"""`llmdoctor nginx`: read the inputs, find the proxied locations, run NGX001–NGX007, build a Report."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from llmdoctor.errors import UserError
+from llmdoctor.nginx.config import Config, load_directory, load_dump, load_file, split_dump
+from llmdoctor.nginx.effective import Unit, build_levels, proxied_units
+from llmdoctor.nginx.rules import CHECKS, RULES, Options
+from llmdoctor.report.model import Finding, InputError, Report, display_path
+
+STDIN = "-"
+
+
+def read_input(path: str, stdin_text: str | None = None) -> Config:
+    """One input: `-` (stdin: an `nginx -T` dump or a config), a dump file, a config file, or a directory."""
+    if path == STDIN:
+        text = stdin_text or ""
+        dump = split_dump(text)
+        if dump is not None:
+            return load_dump(dump)
+        return _load_text("<stdin>", text)
+    target = Path(path)
+    if target.is_dir():
+        return load_directory(target)
+    if not target.exists():
+        config = Config()
+        config.errors.append(InputError(display_path(path), "no such file or directory"))
+        return config
+    try:
+        head = target.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        config = Config()
+        config.errors.append(InputError(display_path(path), f"cannot read: {err.strerror or err}"))
+        return config
+    dump = split_dump(head)
+    return load_dump(dump) if dump is not None else load_file(target)
+
+
+def _load_text(name: str, text: str) -> Config:
+    """A config read from stdin: parsed as a file in the working directory (its includes read from disk)."""
+    return load_dump({os.path.join(os.getcwd(), name): text}, disk_fallback=True)
+
+
+def select_units(units: list[Unit], pattern: str | None) -> list[Unit]:
+    if pattern is None:
+        return units
+    try:
+        regex = re.compile(pattern)
+    except re.error as err:
+        raise UserError(f"--location {pattern!r} is not a valid regular expression: {err}") from None
+    return [u for u in units if u.level.location().stmt and regex.search(" ".join(u.level.location().stmt.args))]
+
+
+def check(paths: list[str], *, location: str | None = None, options: Options | None = None,
+          stdin_text: str | None = None) -> Report:
+    options = options or Options()
+    report = Report(command="nginx", rules=list(RULES))
+    all_units: list[tuple[Config, Unit]] = []
+    files: set[str] = set()
+    for path in paths:
+        config = read_input(path, stdin_text)
+        report.errors.extend(config.errors)
+        files |= config.files
+        levels = build_levels([stmts for _, stmts in config.roots])
+        all_units.extend((config, unit) for unit in proxied_units(levels))
+    report.files_checked = len(files)
+    selected = select_units([u for _, u in all_units], location)
+    if location is not None and all_units and not selected:
+        labels = sorted({u.label() for _, u in all_units})
+        raise UserError(f"--location {location!r} matches none of the proxied locations: {', '.join(labels)}")
+    if not all_units and not report.errors:
+        report.notices.append("no location passes requests upstream (proxy_pass, fastcgi_pass, uwsgi_pass, "
+                              "scgi_pass): nothing to check")
+    chosen = {id(u) for u in selected}
+    seen: set[tuple[str, str, int]] = set()
+    for config, unit in all_units:
+        if id(unit) not in chosen:
+            continue
+        for rule in CHECKS:
+            for hit in rule(unit, options):
+                path = display_path(hit.stmt.path)
+                key = (hit.rule, path, hit.stmt.line)
+                if key in seen:
+                    continue
+                seen.add(key)
+                report.findings.append(Finding(
+                    rule=hit.rule, severity=hit.severity, path=path, line=hit.stmt.line,
+                    column=config.column(hit.stmt), message=hit.message, fix=hit.fix,
+                    extra={"location": unit.label()},
+                ))
+    report.errors = sorted(set(report.errors), key=InputError.sort_key)
+    return report.sorted()
+
+
+def exit_code(report: Report) -> int:
+    """1 when a problem is found; 2 when an input could not be read (even if others had findings)."""
+    if report.errors:
+        return 2
+    return report.exit_code()

@@ -1,0 +1,267 @@
+"""Read nginx configuration the way nginx does: one file, a directory of files, or an `nginx -T` dump.
+
+Each file is parsed on its own with crossplane (`single=True`, `combine=False`, `check_ctx=False`,
+`check_args=False`, `strict=False`: design.md §4) and includes are spliced here, so every statement keeps
+the file it really comes from. Relative include paths are resolved against the directory of the main
+configuration file (nginx's `conf_prefix`), not the including file's folder; globs are expanded in sorted
+order and may match nothing; a plain include that cannot be opened, an include cycle, a syntax error or an
+unreadable file becomes an `InputError` with file and line, and the rest is still read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llmdoctor.report.model import InputError, display_path
+
+_DUMP_HEADER = re.compile(r"^# configuration file (?P<path>.+):\s*$")
+
+
+@dataclass
+class Stmt:
+    """One directive, with the real file and 1-based line it was written on."""
+
+    directive: str
+    args: list[str]
+    path: str
+    line: int
+    block: list["Stmt"] | None = None
+
+    def text(self) -> str:
+        args = " ".join(_quote(a) for a in self.args)
+        return f"{self.directive} {args};" if args else f"{self.directive};"
+
+
+def _quote(arg: str) -> str:
+    if arg == "" or re.search(r"[\s;{}\"']", arg):
+        return '"' + arg.replace('"', '\\"') + '"'
+    return arg
+
+
+@dataclass
+class Config:
+    """What was read: top-level statement lists (one per root file) and the problems met on the way."""
+
+    roots: list[tuple[str, list[Stmt]]] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    files: set[str] = field(default_factory=set)
+    lines: dict[str, list[str]] = field(default_factory=dict)  # file -> its lines (for columns)
+
+    def column(self, stmt: Stmt) -> int:
+        lines = self.lines.get(stmt.path)
+        if not lines or not 0 < stmt.line <= len(lines):
+            return 1
+        found = lines[stmt.line - 1].find(stmt.directive)
+        return found + 1 if found >= 0 else 1
+
+
+class _Files:
+    """Where file contents come from: the disk, or the files of an `nginx -T` dump."""
+
+    def __init__(self, dump: dict[str, str] | None = None, disk_fallback: bool = False) -> None:
+        self._dump = dump
+        self._disk = _Files() if disk_fallback else None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        self._on_disk: dict[str, str] = {}
+        if dump is not None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="llmdoctor-nginx-")
+            for index, (name, text) in enumerate(dump.items()):
+                copy = os.path.join(self._tmp.name, f"{index}.conf")
+                with open(copy, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+                self._on_disk[name] = copy
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def is_file(self, path: str) -> bool:
+        if self._disk is not None and self._dump is not None and path not in self._dump:
+            return self._disk.is_file(path)
+        return path in self._dump if self._dump is not None else os.path.isfile(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        if self._disk is not None:
+            return self._disk.glob(pattern)
+        if self._dump is None:
+            return sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+        parts = pattern.split("/")
+        return sorted(
+            name
+            for name in self._dump
+            if len(name.split("/")) == len(parts)
+            and all(fnmatch.fnmatchcase(n, p) for n, p in zip(name.split("/"), parts))
+            and not any(n.startswith(".") and not p.startswith(".") for n, p in zip(name.split("/"), parts))
+        )
+
+    def read(self, path: str) -> tuple[str | None, str]:
+        """(path crossplane should parse, text) or (None, reason) when the file cannot be read."""
+        if self._disk is not None and self._dump is not None and path not in self._dump:
+            return self._disk.read(path)
+        if self._dump is not None:
+            if path not in self._dump:
+                return None, "not in the nginx -T dump"
+            return self._on_disk[path], self._dump[path]
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except IsADirectoryError:
+            return None, "cannot read: it is a directory"
+        except OSError as err:
+            return None, f"cannot read: {err.strerror or err}"
+        return path, raw.decode("utf-8", errors="replace")
+
+
+class _Reader:
+    def __init__(self, files: _Files, conf_dir: str, config: Config) -> None:
+        self.files = files
+        self.conf_dir = conf_dir
+        self.config = config
+        self._parsed: dict[str, list[dict] | None] = {}
+
+    def error(self, path: str, reason: str, line: int | None = None) -> None:
+        self.config.errors.append(InputError(display_path(path), reason, line))
+
+    def _parse(self, path: str) -> list[dict] | None:
+        if path in self._parsed:
+            return self._parsed[path]
+        import crossplane
+
+        parse_path, text = self.files.read(path)
+        parsed: list[dict] | None = None
+        if parse_path is None:
+            self.error(path, text)
+        else:
+            self.config.files.add(path)
+            self.config.lines[path] = text.splitlines()
+            payload = crossplane.parse(
+                parse_path,
+                single=True,
+                combine=False,
+                check_ctx=False,
+                check_args=False,
+                strict=False,
+                catch_errors=True,
+                onerror=lambda e: getattr(e, "strerror", None) or str(e),
+            )
+            entry = payload["config"][0]
+            for problem in payload["errors"]:
+                self.error(path, f"syntax error: {problem.get('callback') or problem['error']}", problem["line"])
+            parsed = entry["parsed"]
+            if entry["status"] == "failed" and not parsed:
+                parsed = None
+        self._parsed[path] = parsed
+        return parsed
+
+    def read(self, path: str, stack: tuple[str, ...] = ()) -> list[Stmt]:
+        parsed = self._parse(path)
+        if parsed is None:
+            return []
+        return self._convert(parsed, path, (*stack, path))
+
+    def _convert(self, parsed: list[dict], path: str, stack: tuple[str, ...]) -> list[Stmt]:
+        out: list[Stmt] = []
+        for item in parsed:
+            if item["directive"] == "include" and "block" not in item:
+                out.extend(self._include(item, path, stack))
+                continue
+            block = self._convert(item["block"], path, stack) if "block" in item else None
+            out.append(Stmt(item["directive"], list(item["args"]), path, item["line"], block))
+        return out
+
+    def _include(self, item: dict, path: str, stack: tuple[str, ...]) -> list[Stmt]:
+        line = item["line"]
+        if len(item["args"]) != 1:
+            self.error(path, "include takes exactly one file name or glob", line)
+            return []
+        pattern = item["args"][0]
+        full = pattern if os.path.isabs(pattern) else os.path.normpath(os.path.join(self.conf_dir, pattern))
+        if glob.has_magic(full):
+            names = self.files.glob(full)
+        elif self.files.is_file(full):
+            names = [full]
+        else:
+            where = "" if os.path.isabs(pattern) else f" (nginx resolves relative includes against {self.conf_dir})"
+            self.error(path, f"include {pattern}: file not found: {full}{where}", line)
+            return []
+        out: list[Stmt] = []
+        for name in names:
+            if name in stack:
+                chain = " -> ".join(display_path(p) for p in (*stack[stack.index(name):], name))
+                self.error(path, f"include cycle: {chain}", line)
+                continue
+            out.extend(self.read(name, stack))
+        return out
+
+
+def split_dump(text: str) -> dict[str, str] | None:
+    """The files of an `nginx -T` dump, in order (main file first), or None when `text` is not a dump."""
+    files: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    seen_header = False
+    for line in text.splitlines(keepends=True):
+        match = _DUMP_HEADER.match(line.rstrip("\r\n"))
+        if match:
+            seen_header = True
+            current = files.setdefault(match.group("path"), [])
+            continue
+        if current is None:
+            if line.strip() and not line.startswith("nginx:"):
+                return None
+            continue
+        current.append(line)
+    if not seen_header:
+        return None
+    return {name: "".join(lines) for name, lines in files.items()}
+
+
+def load_dump(files: dict[str, str], disk_fallback: bool = False) -> Config:
+    """The files of a dump (main first); with `disk_fallback`, includes not in it are read from disk."""
+    config = Config()
+    main = next(iter(files))
+    source = _Files(files, disk_fallback)
+    try:
+        reader = _Reader(source, os.path.dirname(main), config)
+        config.roots.append((main, reader.read(main)))
+    finally:
+        source.close()
+    return config
+
+
+def load_file(path: Path) -> Config:
+    config = Config()
+    name = os.path.normpath(os.path.abspath(path))
+    reader = _Reader(_Files(), os.path.dirname(name), config)
+    config.roots.append((name, reader.read(name)))
+    return config
+
+
+def load_directory(path: Path) -> Config:
+    """`nginx.conf` in the folder when there is one; else every `*.conf` below it that no other includes."""
+    directory = os.path.normpath(os.path.abspath(path))
+    main = os.path.join(directory, "nginx.conf")
+    if os.path.isfile(main):
+        config = Config()
+        reader = _Reader(_Files(), directory, config)
+        config.roots.append((main, reader.read(main)))
+        return config
+    config = Config()
+    reader = _Reader(_Files(), directory, config)
+    candidates = sorted(str(p) for p in Path(directory).rglob("*.conf") if p.is_file())
+    trees = {name: reader.read(name) for name in candidates}
+    included = {s.path for name, tree in trees.items() for s in _walk(tree) if s.path != name}
+    config.roots.extend((name, tree) for name, tree in trees.items() if name not in included)
+    return config
+
+
+def _walk(stmts: list[Stmt]):
+    for stmt in stmts:
+        yield stmt
+        if stmt.block:
+            yield from _walk(stmt.block)
