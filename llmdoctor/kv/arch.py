@@ -1,0 +1,245 @@
+"""A model's architecture as the KV and weights arithmetic needs it, read from a Hugging Face config.json.
+
+Key names and defaults follow the `transformers` config classes (design.md §5): kv heads from
+`num_key_value_heads` (then `num_kv_heads`, `n_head_kv`, `multi_query_group_num`, else the query heads);
+`head_dim` from the config when given (Gemma, Qwen3 set it explicitly), else hidden_size / num_attention_heads.
+Which layers slide: `layer_types` when present; Qwen2 `use_sliding_window` + `max_window_layers` (layers at or
+above that index slide); Gemma-2 every even layer; Gemma-3 all but every `sliding_window_pattern`-th layer;
+otherwise a non-null `sliding_window` applies to every layer (Mistral v0.1, Phi-3).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llmdoctor.errors import UserError
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2/V3): the cache holds one latent per token per layer."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None
+
+
+@dataclass(frozen=True)
+class MoE:
+    num_experts: int
+    expert_intermediate: int
+    shared_experts: int = 0  # DeepSeek: n_shared_experts of width moe_intermediate_size
+    first_dense_layers: int = 0  # DeepSeek first_k_dense_replace
+    router_bias: bool = False  # DeepSeek-V3 e_score_correction_bias
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    name: str
+    model_type: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tie_embeddings: bool
+    windows: tuple[int | None, ...]  # per layer: sliding window in tokens, None = full attention
+    torch_dtype: str | None = None
+    mla: MLA | None = None
+    moe: MoE | None = None
+    qkv_bias: bool = False  # Qwen2: q, k, v projections carry a bias
+    attention_bias: bool = False  # Llama `attention_bias`: q, k, v and o carry a bias
+    norms_per_layer: int = 2  # RMSNorm vectors of width hidden per layer (Gemma-2/3: 4)
+    qk_norm: bool = False  # Gemma-3 / Qwen3: RMSNorm of width head_dim on q and k
+    max_position: int | None = None
+
+    @property
+    def sliding_layers(self) -> int:
+        return sum(1 for w in self.windows if w is not None)
+
+    # ------------------------------------------------------------------ parameters (weights)
+
+    def attention_params(self) -> int:
+        h = self.hidden
+        if self.mla:
+            m = self.mla
+            qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
+            if m.q_lora_rank:
+                q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * self.heads * qk_head
+            else:
+                q = h * self.heads * qk_head
+            kv = (h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+                  + m.kv_lora_rank * self.heads * (m.qk_nope_head_dim + m.v_head_dim))
+            o = self.heads * m.v_head_dim * h
+            return q + kv + o
+        q_out = self.heads * self.head_dim
+        kv_out = self.kv_heads * self.head_dim
+        params = h * q_out + 2 * h * kv_out + q_out * h
+        if self.qkv_bias or self.attention_bias:
+            params += q_out + 2 * kv_out
+        if self.attention_bias:
+            params += h
+        if self.qk_norm:
+            params += 2 * self.head_dim
+        return params
+
+    def mlp_params(self, layer: int) -> int:
+        """Gated MLP (gate, up, down); MoE layers: experts + shared experts + router."""
+        h = self.hidden
+        moe = self.moe
+        if moe is None or layer < moe.first_dense_layers:
+            return 3 * h * self.intermediate
+        params = moe.num_experts * 3 * h * moe.expert_intermediate
+        params += moe.shared_experts * 3 * h * moe.expert_intermediate
+        params += h * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+        return params
+
+    def param_count(self) -> int:
+        embeddings = self.vocab * self.hidden * (1 if self.tie_embeddings else 2)
+        per_layer = sum(self.attention_params() + self.mlp_params(i) + self.norms_per_layer * self.hidden
+                        for i in range(self.layers))
+        return embeddings + per_layer + self.hidden  # + final norm
+
+
+# ---------------------------------------------------------------------- config.json loading
+
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
+
+
+def load_config_file(path: str | Path) -> tuple[dict, str]:
+    """The parsed config.json (a folder holding one is accepted) and the path to name in messages."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.exists():
+        raise UserError(f"--config: {p} does not exist; give a Hugging Face config.json or a folder holding one")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"--config: {p} is not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        raise UserError(f"--config: {p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg})") from None
+    except OSError as err:
+        raise UserError(f"--config: cannot read {p}: {err.strerror}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"--config: {p}: expected a JSON object at the top level")
+    return data, str(p)
+
+
+def _merged(config: dict) -> dict:
+    """Multimodal configs keep the language model in `text_config`; its keys win over the top level."""
+    text = config.get("text_config")
+    if isinstance(text, dict):
+        return {**{k: v for k, v in config.items() if k != "text_config"}, **text}
+    return config
+
+
+def _int(cfg: dict, source: str, *keys: str, required: bool = True) -> int | None:
+    for key in keys:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise UserError(f"{source}: `{key}` must be a positive integer, got {value!r}")
+        return value
+    if required:
+        names = " / ".join(f"`{k}`" for k in keys)
+        raise UserError(f"{source}: missing key {names}; is this a decoder-only model's config.json?")
+    return None
+
+
+def _windows(cfg: dict, layers: int, source: str) -> tuple[int | None, ...]:
+    model_type = str(cfg.get("model_type", ""))
+    window = _int(cfg, source, "sliding_window", required=False)
+    layer_types = cfg.get("layer_types")
+    if isinstance(layer_types, list) and layer_types:
+        if len(layer_types) != layers:
+            raise UserError(f"{source}: `layer_types` has {len(layer_types)} entries for {layers} layers")
+        if window is None and any(t == "sliding_attention" for t in layer_types):
+            raise UserError(f"{source}: `layer_types` names sliding layers but `sliding_window` is missing")
+        return tuple(window if t == "sliding_attention" else None for t in layer_types)
+    if window is None:
+        return (None,) * layers
+    if "use_sliding_window" in cfg:  # Qwen2 family
+        if not cfg.get("use_sliding_window"):
+            return (None,) * layers
+        start = cfg.get("max_window_layers")
+        start = start if isinstance(start, int) else 0
+        return tuple(window if i >= start else None for i in range(layers))
+    if model_type == "gemma2":
+        return tuple(window if i % 2 == 0 else None for i in range(layers))
+    if model_type.startswith("gemma3") or "sliding_window_pattern" in cfg:
+        pattern = cfg.get("sliding_window_pattern") or 6
+        return tuple(None if (i + 1) % pattern == 0 else window for i in range(layers))
+    return (window,) * layers
+
+
+def arch_from_config(config: dict, source: str, name: str | None = None) -> ModelArch:
+    """Read the architecture from a config.json dict; UserError naming the missing or bad key."""
+    cfg = _merged(config)
+    model_type = str(cfg.get("model_type", ""))
+    layers = _int(cfg, source, "num_hidden_layers", "n_layer", "num_layers")
+    hidden = _int(cfg, source, "hidden_size", "n_embd", "d_model")
+    heads = _int(cfg, source, "num_attention_heads", "n_head")
+    kv_heads = _int(cfg, source, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
+                    required=False) or heads
+    head_dim = _int(cfg, source, "head_dim", required=False)
+    if head_dim is None:
+        if hidden % heads:
+            raise UserError(f"{source}: hidden_size {hidden} is not a multiple of num_attention_heads {heads}; "
+                            "the config must give `head_dim`")
+        head_dim = hidden // heads
+    intermediate = _int(cfg, source, "intermediate_size", "ffn_hidden_size", "n_inner")
+    vocab = _int(cfg, source, "vocab_size")
+    tie = cfg.get("tie_word_embeddings")
+    if tie is None:
+        tie = model_type in _TIED_BY_DEFAULT
+    mla = None
+    if cfg.get("kv_lora_rank"):
+        mla = MLA(
+            kv_lora_rank=_int(cfg, source, "kv_lora_rank"),
+            qk_rope_head_dim=_int(cfg, source, "qk_rope_head_dim"),
+            qk_nope_head_dim=_int(cfg, source, "qk_nope_head_dim"),
+            v_head_dim=_int(cfg, source, "v_head_dim"),
+            q_lora_rank=_int(cfg, source, "q_lora_rank", required=False),
+        )
+    moe = None
+    experts = _int(cfg, source, "num_local_experts", "n_routed_experts", "num_experts", required=False)
+    if experts:
+        moe = MoE(
+            num_experts=experts,
+            expert_intermediate=_int(cfg, source, "moe_intermediate_size", required=False) or intermediate,
+            shared_experts=cfg.get("n_shared_experts") or 0,
+            first_dense_layers=cfg.get("first_k_dense_replace") or 0,
+            router_bias=cfg.get("topk_method") == "noaux_tc",
+        )
+    gemma = model_type.startswith("gemma2") or model_type.startswith("gemma3")
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+    return ModelArch(
+        name=name or str(cfg.get("_name_or_path") or model_type or source),
+        model_type=model_type,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=intermediate,
+        vocab=vocab,
+        tie_embeddings=bool(tie),
+        windows=_windows(cfg, layers, source),
+        torch_dtype=dtype if isinstance(dtype, str) else None,
+        mla=mla,
+        moe=moe,
+        qkv_bias=model_type == "qwen2",
+        attention_bias=bool(cfg.get("attention_bias")) and model_type != "qwen2",
+        norms_per_layer=4 if gemma else 2,
+        qk_norm=model_type.startswith("gemma3") or model_type.startswith("qwen3"),
+        max_position=cfg.get("max_position_embeddings"),
+    )

@@ -1,0 +1,52 @@
+"""Pick the model (a built-in preset or a config.json) and check the options that depend on it."""
+
+from __future__ import annotations
+
+from llmdoctor.errors import UserError
+from llmdoctor.kv.arch import ModelArch, arch_from_config, load_config_file
+from llmdoctor.kv.budget import DTYPE_BYTES, KVShape, model_dtype
+from llmdoctor.kv.presets import get_preset
+
+WEIGHT_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8")
+KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")
+
+
+def resolve_model(model: str | None, config: str | None) -> tuple[ModelArch, str, dict]:
+    """(architecture, where it came from, the raw config) for `--model NAME` or `--config PATH`."""
+    if model and config:
+        raise UserError("give either --model or --config, not both")
+    if model:
+        preset = get_preset(model)
+        return preset.arch(), f"preset, from {preset.source} config.json", preset.config
+    if config:
+        data, path = load_config_file(config)
+        from llmdoctor.report.model import display_path
+
+        shown = display_path(path)
+        return arch_from_config(data, shown), shown, data
+    raise UserError("give --model NAME (see --list-models) or --config PATH to a Hugging Face config.json")
+
+
+def resolve_dtypes(arch: ModelArch, config: dict, dtype: str, kv_dtype: str) -> tuple[str, str]:
+    if dtype not in WEIGHT_DTYPES:
+        raise UserError(f"--dtype: {dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}")
+    if kv_dtype not in KV_DTYPES:
+        raise UserError(f"--kv-dtype: {kv_dtype!r} is not one of {', '.join(KV_DTYPES)}")
+    weights = model_dtype(arch, config) if dtype == "auto" else dtype
+    if kv_dtype == "auto":  # vLLM: kv_cache_dtype auto = the model's activation dtype (never fp8 weights)
+        kv_dtype = weights if weights != "fp8" else _activation_dtype(arch)
+    return weights, kv_dtype
+
+
+def _activation_dtype(arch: ModelArch) -> str:
+    return {"float32": "fp32", "float16": "fp16"}.get(arch.torch_dtype or "", "bf16")
+
+
+def make_shape(arch: ModelArch, kv_dtype: str, tp: int) -> KVShape:
+    if tp < 1:
+        raise UserError(f"--tp must be at least 1, got {tp}")
+    if arch.heads % tp:
+        raise UserError(f"--tp {tp}: the {arch.heads} attention heads do not split evenly across {tp} GPUs")
+    if not arch.mla and arch.kv_heads < tp and tp % arch.kv_heads:
+        raise UserError(f"--tp {tp}: {arch.kv_heads} kv heads cannot be replicated evenly across {tp} GPUs")
+    return KVShape(arch, DTYPE_BYTES[kv_dtype], tp)

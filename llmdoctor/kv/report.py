@@ -1,0 +1,136 @@
+"""What `kv-budget` prints: one JSON document, or rich text with a fits / tight / does-not-fit grid."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from llmdoctor.kv.budget import Budget
+from llmdoctor.sizes import format_size
+
+GRID_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+GRID_SEQS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+TIGHT = 0.9  # a cell is "tight" when the KV cache would be more than 90% full
+
+
+def vllm_log_lines(b: Budget) -> list[str]:
+    return [
+        f"GPU KV cache size: {b.cache_tokens():,} tokens",
+        f"Maximum concurrency for {b.seq:,} tokens per request: {b.max_concurrency():.2f}x",
+    ]
+
+
+def grid_axes(b: Budget) -> tuple[list[int], list[int]]:
+    return sorted({*GRID_BATCHES, b.batch}), sorted({*GRID_SEQS, b.seq})
+
+
+def to_dict(b: Budget, source: str) -> dict:
+    a, s = b.arch, b.shape
+    windows = sorted({w for w in b.windows if w is not None})
+    data: dict = {
+        "model": a.name,
+        "source": source,
+        "architecture": {
+            "layers": a.layers, "hidden_size": a.hidden, "attention_heads": a.heads, "kv_heads": a.kv_heads,
+            "head_dim": a.head_dim, "vocab_size": a.vocab, "tie_word_embeddings": a.tie_embeddings,
+            "mla": None if a.mla is None else {"kv_lora_rank": a.mla.kv_lora_rank,
+                                               "qk_rope_head_dim": a.mla.qk_rope_head_dim},
+            "moe_experts": None if a.moe is None else a.moe.num_experts,
+            "sliding_layers": sum(1 for w in b.windows if w is not None), "sliding_windows": windows,
+            "parameters": a.param_count(),
+        },
+        "settings": {"batch": b.batch, "seq": b.seq, "dtype": b.dtype, "kv_dtype": b.kv_dtype, "tp": s.tp,
+                     "block_size": b.block_size, "max_num_batched_tokens": b.max_num_batched_tokens},
+        "kv_heads_per_gpu": s.kv_heads_per_gpu,
+        "kv_heads_replicated": s.replicated,
+        "kv_bytes_per_token_per_layer": s.bytes_per_token_layer,
+        "kv_bytes_per_token": s.bytes_per_token,
+        "kv_bytes_per_sequence": b.sequence_bytes(),
+        "kv_bytes_total": b.total_bytes,
+        "kv_bytes_total_without_windows": b.total_without_windows,
+        "sliding_window_savings_bytes": b.window_savings,
+        "weights_bytes": b.weights_bytes,
+        "weights_bytes_per_gpu": b.weights_per_gpu,
+    }
+    if b.kv_memory is not None:
+        batches, seqs = grid_axes(b)
+        data.update({
+            "memory": b.memory_source,
+            "kv_memory_bytes": b.kv_memory,
+            "fits": b.fits(b.batch, b.seq),
+            "headroom_bytes": b.kv_memory - b.total_bytes,
+            "max_batch": max(0, b.largest_batch()),
+            "max_seq": b.longest_seq(),
+            "kv_cache_tokens": b.cache_tokens(),
+            "max_concurrency": round(b.max_concurrency(), 4),
+            "vllm_log": vllm_log_lines(b),
+            "grid": {"batches": batches, "seqs": seqs, "tight_above": TIGHT,
+                     "cells": [[b.status(bs, sq, TIGHT) for sq in seqs] for bs in batches]},
+        })
+    return data
+
+
+_CELL = {"fits": ("[green]+[/]", "+"), "tight": ("[yellow]~[/]", "~"), "no": ("[red]x[/]", "x")}
+
+
+def render_text(b: Budget, source: str, out: TextIO) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from llmdoctor.report.render import make_console
+
+    console = make_console(out)
+    a, s = b.arch, b.shape
+    if a.mla:
+        kind = f"MLA latent {a.mla.kv_lora_rank}+{a.mla.qk_rope_head_dim}, not sharded by TP"
+    else:
+        kind = f"{a.kv_heads} kv heads × head_dim {a.head_dim}"
+        if s.tp > 1:
+            kind += f", {s.kv_heads_per_gpu} per GPU at tp={s.tp}" + (" (replicated)" if s.replicated else "")
+    console.print(f"[bold]{escape(a.name)}[/] ({escape(source)}): {a.layers} layers, {kind}; "
+                  f"weights {b.dtype}, KV cache {b.kv_dtype}")
+    if any(w is not None for w in b.windows):
+        windows = sorted({w for w in b.windows if w is not None})
+        console.print(f"sliding window {', '.join(f'{w:,}' for w in windows)} tokens on "
+                      f"{sum(1 for w in b.windows if w is not None)} of {a.layers} layers")
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="dim")
+    table.add_column()
+    table.add_row("KV per token", f"{s.bytes_per_token_layer:,} B per layer, {s.bytes_per_token:,} B all layers "
+                                  f"({format_size(s.bytes_per_token)}) per GPU")
+    table.add_row(f"KV for {b.batch} × {b.seq:,}", f"{format_size(b.total_bytes)} per GPU "
+                                                    f"(block size {b.block_size})")
+    if b.window_savings:
+        table.add_row("sliding windows save", format_size(b.window_savings))
+    table.add_row("weights", f"{format_size(b.weights_bytes)} ({a.param_count() / 1e9:,.2f}B params × "
+                             f"{b.dtype}), {format_size(b.weights_per_gpu)} per GPU")
+    if b.kv_memory is not None:
+        table.add_row("KV memory", f"{format_size(b.kv_memory)} per GPU ({escape(b.memory_source['how'])})")
+        headroom = b.kv_memory - b.total_bytes
+        verdict = "[green]fits[/]" if headroom >= 0 else "[bold red]does not fit[/]"
+        table.add_row("verdict", f"{verdict}, headroom {format_size(headroom)}")
+        table.add_row("largest batch", f"{max(0, b.largest_batch()):,} at seq {b.seq:,}")
+        longest = b.longest_seq()
+        table.add_row("longest seq", "not limited by KV memory (every layer slides)" if longest is None
+                      else f"{longest:,} tokens at batch {b.batch}")
+        for line in vllm_log_lines(b):
+            table.add_row("vLLM would log", escape(line))
+    console.print(table)
+    if b.kv_memory is not None:
+        _render_grid(b, console)
+
+
+def _render_grid(b: Budget, console) -> None:
+    from rich.table import Table
+
+    colour = console.is_terminal and not console.no_color
+    batches, seqs = grid_axes(b)
+    grid = Table(title="batch × sequence length: + fits, ~ tight (>90% of KV memory), x does not fit",
+                 title_justify="left", box=None, pad_edge=False)
+    grid.add_column("batch", justify="right")
+    for sq in seqs:
+        label = f"{sq // 1024}K" if sq % 1024 == 0 else str(sq)
+        grid.add_column(f"[bold]{label}[/]" if sq == b.seq else label, justify="center")
+    for bs in batches:
+        cells = [_CELL[b.status(bs, sq, TIGHT)][0 if colour else 1] for sq in seqs]
+        grid.add_row(f"[bold]{bs}[/]" if bs == b.batch else str(bs), *cells)
+    console.print(grid)
