@@ -1,0 +1,299 @@
+"""Count the tokens of files, directories, stdin and chat requests, and check them against a budget."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from llmdoctor.errors import UserError
+from llmdoctor.report.model import InputError, display_path
+from llmdoctor.tokens import chat
+from llmdoctor.tokens.budget import DEFAULT_RESERVE, Budget, known_context, make_budget
+from llmdoctor.tokens.encodings import (
+    DEFAULT_ENCODING,
+    EncodingSource,
+    check_encoding_name,
+    load_encoding,
+    model_encoding_name,
+)
+from llmdoctor.tokens.inputs import Discovered, discover, is_binary
+
+if TYPE_CHECKING:
+    import tiktoken
+
+Mode = Literal["auto", "text", "request"]
+STDIN_NAME = "<stdin>"
+
+
+@dataclass(frozen=True)
+class Options:
+    encoding: str | None = None
+    model: str | None = None
+    encoding_file: str | None = None
+    context: int | None = None
+    reserve: float = DEFAULT_RESERVE
+    glob: str | None = None
+    mode: Mode = "auto"
+    threads: int = 8
+
+
+@dataclass
+class FileCount:
+    path: str
+    kind: Literal["text", "chat"]
+    encoding: str
+    model: str | None
+    tokens: int = 0
+    budget: Budget | None = None
+    estimate: bool = False
+    notes: list[str] = field(default_factory=list)
+    chat: chat.ChatCount | None = None
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.budget is None else self.budget.fits(self.tokens)
+
+    @property
+    def over_by(self) -> int:
+        if self.budget is None:
+            return 0
+        return max(0, self.tokens + self.budget.reserve - self.budget.context)
+
+    def to_dict(self) -> dict:
+        data: dict = {"path": self.path, "kind": self.kind, "tokens": self.tokens, "encoding": self.encoding,
+                      "model": self.model, "estimate": self.estimate}
+        if self.budget is not None:
+            data.update({"context": self.budget.context, "reserve": self.budget.reserve,
+                         "budget": self.budget.prompt_budget, "fits": self.fits, "over_by": self.over_by,
+                         "context_source": self.budget.context_source})
+        else:
+            data.update({"context": None, "reserve": None, "budget": None, "fits": None})
+        if self.chat is not None:
+            data.update({"messages": self.chat.messages, "tool_tokens": self.chat.tools})
+        data["notes"] = list(self.notes)
+        return data
+
+
+@dataclass
+class TokensReport:
+    files: list[FileCount] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    encodings: dict[str, EncodingSource] = field(default_factory=dict)
+    skipped_binary: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(f.tokens for f in self.files)
+
+    @property
+    def over_budget(self) -> list[FileCount]:
+        return [f for f in self.files if f.fits is False]
+
+    def exit_code(self) -> int:
+        """1 something is over budget; 2 an input could not be counted; 0 otherwise (design.md §2)."""
+        if self.over_budget:
+            return 1
+        return 2 if self.errors else 0
+
+    def ordered(self) -> list[FileCount]:
+        """Files over budget first (most over first), then the others in the order they were found."""
+        over = sorted(self.over_budget, key=lambda f: -f.over_by)
+        return over + [f for f in self.files if f.fits is not False]
+
+    def to_dict(self) -> dict:
+        return {
+            "files": [f.to_dict() for f in self.ordered()],
+            "total": self.total,
+            "encodings": {name: {"path": s.path, "sha256": s.sha256, "verified_against": s.verified_against}
+                          for name, s in sorted(self.encodings.items())},
+            "errors": [e.to_dict() for e in self.errors],
+            "notes": list(self.notes),
+            "summary": {"files": len(self.files), "over_budget": len(self.over_budget),
+                        "errors": len(self.errors), "skipped_binary": self.skipped_binary},
+        }
+
+
+def validate(options: Options) -> None:
+    """Option errors stop the run (exit 2) before any file is read."""
+    if options.encoding is not None:
+        check_encoding_name(options.encoding)
+    elif options.model is not None:
+        model_encoding_name(options.model)
+    if options.context is not None and options.context <= 0:
+        raise UserError(f"--context must be a positive number of tokens, got {options.context}")
+    if not 0 <= options.reserve < 1:
+        raise UserError(f"--reserve is a fraction of the context in [0, 1), got {options.reserve}")
+    if options.encoding_file is not None and not Path(options.encoding_file).is_file():
+        raise UserError(f"--encoding-file {options.encoding_file}: no such file")
+
+
+@dataclass
+class _Pending:
+    """A text waiting for the batch encoder, and the FileCount its count goes to."""
+
+    text: str
+    target: FileCount
+
+
+class Counter:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.report = TokensReport()
+        self._pending: dict[str, list[_Pending]] = {}
+
+    # -------------------------------------------------------------- encodings
+
+    def encoding_for(self, model: str | None) -> str:
+        if self.options.encoding:
+            return self.options.encoding
+        if model:
+            return model_encoding_name(model)
+        return DEFAULT_ENCODING
+
+    def encoding(self, name: str) -> "tiktoken.Encoding":
+        loaded = load_encoding(name, self.options.encoding_file, allow_custom=self.options.encoding is not None)
+        self.report.encodings[loaded.source.name] = loaded.source
+        return loaded.encoding
+
+    # -------------------------------------------------------------- inputs
+
+    def add_inputs(self, paths: list[str], stdin_text: Callable[[], bytes]) -> None:
+        for item in discover(paths, self.options.glob):
+            if item == "-":
+                self._add_bytes(STDIN_NAME, stdin_text(), explicit=True, json_suffix=False)
+            else:
+                assert isinstance(item, Discovered)
+                self._add_file(item)
+
+    def _add_file(self, item: Discovered) -> None:
+        shown = display_path(item.path)
+        try:
+            data = item.path.read_bytes()
+        except FileNotFoundError:
+            self.report.errors.append(InputError(shown, "no such file or directory"))
+            return
+        except IsADirectoryError:
+            self.report.errors.append(InputError(shown, "is a directory"))
+            return
+        except OSError as err:
+            self.report.errors.append(InputError(shown, f"cannot read: {err.strerror or err}"))
+            return
+        self._add_bytes(shown, data, explicit=item.explicit, json_suffix=item.path.suffix.lower() == ".json")
+
+    def _add_bytes(self, shown: str, data: bytes, *, explicit: bool, json_suffix: bool) -> None:
+        if is_binary(data):
+            if explicit:
+                self.report.errors.append(InputError(shown, "binary file (contains NUL bytes): not counted"))
+            else:
+                self.report.skipped_binary += 1
+            return
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            line = data[: err.start].count(b"\n") + 1
+            self.report.errors.append(
+                InputError(shown, f"not UTF-8 text (byte 0x{data[err.start]:02x}): not counted", line))
+            return
+        mode = self.options.mode
+        if mode == "request" or (mode == "auto" and (json_suffix or (shown == STDIN_NAME
+                                                                      and chat.looks_like_request(text)))):
+            self._add_json(shown, text, required=mode == "request")
+        else:
+            self._add_text(shown, text)
+
+    def _add_text(self, shown: str, text: str, note: str | None = None) -> None:
+        model = self.options.model
+        try:
+            encoding = self.encoding_for(model)
+        except UserError as err:
+            self.report.errors.append(InputError(shown, str(err)))
+            return
+        target = FileCount(shown, "text", encoding, model)
+        if note:
+            target.notes.append(note)
+        target.budget = self._budget(target, model, None)
+        self.report.files.append(target)
+        self._pending.setdefault(encoding, []).append(_Pending(text, target))
+
+    def _add_json(self, shown: str, text: str, *, required: bool) -> None:
+        try:
+            request = chat.as_request(chat.parse_json(text))
+        except chat.RequestError as err:
+            self.report.errors.append(InputError(shown, err.reason, err.line))
+            return
+        if request is None:
+            if required:
+                self.report.errors.append(InputError(shown, 'not a chat request: no "messages" list'))
+            else:
+                self._add_text(shown, text, note='JSON without a "messages" list: counted as text')
+            return
+        model = self.options.model or request.model
+        try:
+            encoding_name = self.encoding_for(model)
+            encoding = self.encoding(encoding_name)
+        except UserError as err:
+            self.report.errors.append(InputError(shown, str(err)))
+            return
+
+        def count(value: str) -> int:
+            return len(encoding.encode_ordinary(value))
+
+        result = chat.count_request(request, count, encoding_name, model)
+        target = FileCount(shown, "chat", encoding_name, model, result.tokens, estimate=result.estimate,
+                           notes=list(result.notes), chat=result)
+        if self.options.model and request.model and request.model != self.options.model:
+            target.notes.append(f"counted for --model {self.options.model}; the request names {request.model}")
+        target.budget = self._budget(target, model, request.max_output)
+        self.report.files.append(target)
+
+    def _budget(self, target: FileCount, model: str | None, max_output: int | None) -> Budget | None:
+        if self.options.context is not None:
+            return make_budget(self.options.context, self.options.reserve, max_output, "--context")
+        if model is None:
+            return None
+        window = known_context(model)
+        if window is None:
+            target.notes.append(f"no known context window for {model}: pass --context N to check a budget")
+            return None
+        return make_budget(window.tokens, self.options.reserve, max_output, window.source)
+
+    # -------------------------------------------------------------- counting
+
+    def finish(self) -> TokensReport:
+        """Encode the pending texts, a batch per encoding, on threads (tiktoken's core releases the GIL)."""
+        for encoding_name, pending in self._pending.items():
+            encoding = self.encoding(encoding_name)
+            counts = count_texts(encoding, [p.text for p in pending], self.options.threads)
+            for item, tokens in zip(pending, counts):
+                item.target.tokens = tokens
+        self._pending.clear()
+        return self.report
+
+
+def count_texts(encoding: "tiktoken.Encoding", texts: list[str], threads: int) -> list[int]:
+    """Token counts of `texts`, as `encode_ordinary_batch` would give, without keeping the token lists."""
+
+    def count(text: str) -> int:
+        return len(encoding.encode_ordinary(text))
+
+    if threads <= 1 or len(texts) <= 1:
+        return [count(text) for text in texts]
+    with ThreadPoolExecutor(max_workers=min(threads, len(texts))) as pool:
+        return list(pool.map(count, texts))
+
+
+def count_tokens(paths: list[str], options: Options, stdin: Callable[[], bytes] | None = None) -> TokensReport:
+    validate(options)
+    counter = Counter(options)
+    counter.add_inputs(paths, stdin or (lambda: sys.stdin.buffer.read()))
+    return counter.finish()
+
+
+def default_threads() -> int:
+    return min(8, os.cpu_count() or 1)
