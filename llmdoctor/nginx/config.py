@@ -151,11 +151,14 @@ class _Reader:
                 onerror=lambda e: getattr(e, "strerror", None) or str(e),
             )
             entry = payload["config"][0]
-            for problem in payload["errors"]:
-                self.error(path, f"syntax error: {problem.get('callback') or problem['error']}", problem["line"])
-            parsed = entry["parsed"]
-            if entry["status"] == "failed" and not parsed:
-                parsed = None
+            problem = syntax_error(parse_path, text)
+            if problem is None and payload["errors"]:
+                first = payload["errors"][0]
+                problem = (first.get("callback") or first["error"], first["line"])
+            if problem is not None:
+                self.error(path, f"syntax error: {problem[0]}", problem[1])
+            else:
+                parsed = entry["parsed"]
         self._parsed[path] = parsed
         return parsed
 
@@ -198,6 +201,38 @@ class _Reader:
                 continue
             out.extend(self.read(name, stack))
         return out
+
+
+def syntax_error(parse_path: str, text: str) -> tuple[str, int | None] | None:
+    """The first syntax error as nginx reports it (message, line), or None.
+
+    crossplane accepts a directive closed by `}` instead of `;` (nginx: `unexpected "}"`) and puts an
+    unclosed block's error on the last token's line (nginx: the line after the last newline), so the token
+    stream is checked here the way nginx's own parser does.
+    """
+    import crossplane
+    from crossplane.errors import NgxParserSyntaxError
+
+    in_statement = False
+    try:
+        for token, line, quoted in crossplane.lex(parse_path):
+            if quoted or token not in ("{", ";", "}"):
+                if quoted or not token.startswith("#"):
+                    in_statement = True
+                continue
+            if token == "}" and in_statement:
+                return 'unexpected "}"', line
+            if token in ("{", ";") and not in_statement:
+                return f'unexpected "{token}"', line
+            in_statement = False
+    except NgxParserSyntaxError as err:
+        line = err.lineno
+        if "end of file" in (err.strerror or ""):
+            line = text.count("\n") + 1
+        return err.strerror, line
+    if in_statement:
+        return 'unexpected end of file, expecting ";" or "}"', text.count("\n") + 1
+    return None
 
 
 def split_dump(text: str) -> dict[str, str] | None:
