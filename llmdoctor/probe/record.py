@@ -1,0 +1,242 @@
+"""Send one request with httpx and record what arrives when: headers, each read, each event.
+
+Times are seconds since the request started (before the connection is opened). A *read* is the bytes that
+arrived together: httpx hands the body over in pieces (one per HTTP chunk), and pieces that follow each other
+within `READ_GAP_S` came from the same network read, so they are merged. The whole exchange is bounded by the
+timeout: before the headers that is an error (could not probe); after, the recording stops and is analysed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import time
+import zlib
+from dataclasses import dataclass, field
+
+from llmdoctor.errors import UserError
+from llmdoctor.probe.events import Decoder, EventCounter, event_format_for
+
+READ_GAP_S = 0.002
+SNIPPET_BYTES = 300
+
+
+@dataclass
+class ProbeRequest:
+    url: str
+    method: str = "GET"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    content: bytes | None = None
+    timeout: float = 30.0
+    shown_url: str = ""  # the URL with secrets redacted, for messages
+
+
+@dataclass
+class Read:
+    t: float  # seconds since the request started
+    size: int  # body bytes as received (before content decoding)
+    events: int = 0  # events this read completed
+
+    def to_dict(self) -> dict:
+        return {"t": round(self.t, 4), "bytes": self.size, "events": self.events}
+
+
+@dataclass
+class Recording:
+    status: int = 0
+    reason: str = ""
+    http_version: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    connect_s: float | None = None
+    tls_s: float | None = None
+    headers_s: float | None = None
+    end_s: float | None = None
+    reads: list[Read] = field(default_factory=list)
+    event_times: list[float] = field(default_factory=list)
+    body_bytes: int = 0
+    decoded_bytes: int = 0
+    complete: bool = False  # the body ended as its framing says
+    timed_out: bool = False  # the timeout stopped the recording before the end
+    error: str | None = None  # a protocol or network error after the headers
+    event_format: str | None = None
+    decodable: bool = True
+    pending_bytes: int = 0  # an unfinished event left at the end
+    oversized_event: bool = False
+    largest_event: int = 0
+    done_seen: bool = False
+    snippet: bytes = b""  # the start of the decoded body (shown for error statuses)
+    _last_piece_t: float = -1.0
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        values = [v for n, v in self.headers if n.lower() == name]
+        return ", ".join(values) if values else None
+
+
+def record(request: ProbeRequest) -> Recording:
+    """Run the request to the end or to the timeout. Raise UserError if no response headers arrived."""
+    rec = Recording()
+    try:
+        asyncio.run(_bounded(request, rec))
+    except KeyboardInterrupt:
+        raise
+    return rec
+
+
+async def _bounded(request: ProbeRequest, rec: Recording) -> None:
+    try:
+        await asyncio.wait_for(_exchange(request, rec), timeout=request.timeout)
+    except asyncio.TimeoutError:
+        if rec.headers_s is None:
+            raise UserError(
+                f"no response headers from {request.shown_url} within {request.timeout:g} s "
+                "(the --timeout): the server accepted the request but did not answer"
+            ) from None
+        rec.timed_out = True
+        rec.end_s = request.timeout
+
+
+async def _exchange(request: ProbeRequest, rec: Recording) -> None:
+    import httpx
+
+    started = time.perf_counter()
+
+    def now() -> float:
+        return time.perf_counter() - started
+
+    async def trace(name: str, info: dict) -> None:
+        if name == "connection.connect_tcp.complete":
+            rec.connect_s = now()
+        elif name == "connection.start_tls.complete":
+            rec.tls_s = now()
+
+    timeout = httpx.Timeout(request.timeout)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False) as client:
+        built = client.build_request(
+            request.method, request.url, headers=request.headers, content=request.content,
+            extensions={"trace": trace},
+        )
+        try:
+            response = await client.send(built, stream=True)
+        except httpx.HTTPError as err:
+            raise could_not_probe(err, request) from None
+        try:
+            rec.headers_s = now()
+            rec.status = response.status_code
+            rec.reason = response.reason_phrase
+            rec.http_version = response.http_version
+            rec.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
+            await _read_body(response, rec, now)
+        finally:
+            await response.aclose()
+
+
+async def _read_body(response, rec: Recording, now) -> None:
+    import httpx
+
+    decoder = Decoder(rec.header("content-encoding") or "")
+    rec.decodable = decoder.supported
+    counter = EventCounter(event_format_for(rec.header("content-type") or ""))
+    try:
+        async for piece in response.aiter_raw():
+            t = now()
+            _add_piece(rec, t, piece, decoder if decoder.supported else None, counter)
+        rec.complete = True
+        if decoder.supported:
+            completed = counter.finish()
+            if completed:
+                _count_events(rec, rec.reads[-1] if rec.reads else None, completed, now())
+    except httpx.HTTPError as err:
+        rec.error = _describe_body_error(err)
+    except zlib.error as err:
+        rec.error = f"the {decoder.encoding} body could not be decoded ({err})"
+    finally:
+        rec.end_s = now()
+        rec.event_format = counter.format
+        rec.pending_bytes = counter.pending_bytes
+        rec.oversized_event = counter.oversized
+        rec.largest_event = counter.largest_event
+        rec.done_seen = counter.done_seen
+
+
+def _add_piece(rec: Recording, t: float, piece: bytes, decoder: Decoder | None, counter: EventCounter) -> None:
+    if rec.reads and t - rec._last_piece_t <= READ_GAP_S:
+        read = rec.reads[-1]
+        read.size += len(piece)
+    else:
+        read = Read(t, len(piece))
+        rec.reads.append(read)
+    rec._last_piece_t = t
+    rec.body_bytes += len(piece)
+    if decoder is None:
+        return
+    decoded = decoder.decode(piece)
+    rec.decoded_bytes += len(decoded)
+    if len(rec.snippet) < SNIPPET_BYTES:
+        rec.snippet += decoded[: SNIPPET_BYTES - len(rec.snippet)]
+    _count_events(rec, read, counter.feed(decoded), t)
+
+
+def _count_events(rec: Recording, read: Read | None, completed: int, t: float) -> None:
+    if not completed:
+        return
+    if read is not None:
+        read.events += completed
+        t = read.t
+    rec.event_times.extend([t] * completed)
+
+
+def _describe_body_error(err: Exception) -> str:
+    text = str(err) or type(err).__name__
+    if "incomplete chunked read" in text.lower():
+        return "the connection closed in the middle of the chunked body (no terminating chunk)"
+    if "peer closed connection without sending complete message body" in text.lower():
+        return "the connection closed before the body was complete (" + text + ")"
+    return f"{type(err).__name__}: {text}"
+
+
+def _cause_chain(err: BaseException):
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        yield err
+        err = err.__cause__ or err.__context__
+
+
+def could_not_probe(err: Exception, request: ProbeRequest) -> UserError:
+    """The plain message for an error that happened before any response headers."""
+    import httpx
+
+    url = httpx.URL(request.url)
+    where = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
+    chain = list(_cause_chain(err))
+    text = " ".join(str(e) for e in chain).lower()
+    if isinstance(err, httpx.ConnectTimeout):
+        return UserError(f"could not connect to {where} within {request.timeout:g} s (the --timeout)")
+    if isinstance(err, httpx.TimeoutException):
+        return UserError(f"no response headers from {request.shown_url} within {request.timeout:g} s "
+                         "(the --timeout)")
+    if isinstance(err, httpx.ConnectError):
+        if any(isinstance(e, socket.gaierror) for e in chain) or "name or service not known" in text \
+                or "nodename nor servname" in text or "name resolution" in text:
+            return UserError(f"could not resolve the host name {url.host!r} (DNS): check the URL")
+        if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
+            return UserError(f"connection refused by {where}: is the server running and listening on that port?")
+        if any(isinstance(e, ssl.SSLCertVerificationError) for e in chain) or "certificate" in text:
+            reason = next((str(e) for e in chain if isinstance(e, ssl.SSLError)), str(err))
+            return UserError(f"TLS certificate verification failed for {url.host}: {reason}")
+        if any(isinstance(e, ssl.SSLError) for e in chain) or "ssl" in text or "tls" in text:
+            reason = next((str(e) for e in chain if isinstance(e, ssl.SSLError)), str(err))
+            return UserError(f"TLS handshake with {where} failed ({reason}): does the server speak https "
+                             "on this port? (try http://)")
+        return UserError(f"could not connect to {where}: {err}")
+    if isinstance(err, httpx.RemoteProtocolError):
+        if "without sending a response" in text or "disconnected" in text:
+            return UserError(f"{where} closed the connection without sending an HTTP response")
+        return UserError(f"{where} did not answer with valid HTTP ({err}): is this the right port and scheme?")
+    if isinstance(err, (httpx.ReadError, httpx.WriteError)):
+        return UserError(f"the connection to {where} failed before the response headers ({err or type(err).__name__})")
+    if isinstance(err, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        return UserError(f"cannot probe {request.shown_url}: {err}")
+    return UserError(f"could not probe {request.shown_url}: {type(err).__name__}: {err}")
