@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import List, Optional
 
 import typer
 
@@ -22,16 +21,16 @@ def _version(value: str | None) -> tuple[int, ...] | None:
 
 
 def nginx_command(
-    paths: List[str] = typer.Argument(
+    paths: list[str] = typer.Argument(
         ..., metavar="PATH...",
         help="nginx.conf (includes followed), a directory of configs, or an `nginx -T` dump; `-` reads stdin.",
     ),
-    location: Optional[str] = typer.Option(
+    location: str | None = typer.Option(
         None, "--location", metavar="REGEX",
         help="Only treat proxied locations whose argument matches REGEX (e.g. '^/v1/') as streaming. "
              "Default: every location that proxies.",
     ),
-    nginx_version: Optional[str] = typer.Option(
+    nginx_version: str | None = typer.Option(
         None, "--nginx-version", metavar="X.Y.Z",
         help="The nginx version that runs this config (sets the default proxy_http_version: 1.0 before "
              "1.29.7, 1.1 from 1.29.7). Default: assume before 1.29.7.",

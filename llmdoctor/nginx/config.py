@@ -31,7 +31,7 @@ class Stmt:
     args: list[str]
     path: str
     line: int
-    block: list["Stmt"] | None = None
+    block: list[Stmt] | None = None
 
     def text(self) -> str:
         args = " ".join(_quote(a) for a in self.args)

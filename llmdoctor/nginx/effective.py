@@ -9,8 +9,8 @@ levels above are then ignored. Named locations sit at server level, so they inhe
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from llmdoctor.nginx.config import Stmt
 
@@ -22,10 +22,10 @@ _NESTED = {"location", "if", "limit_except"}
 class Level:
     kind: str  # http, server, location, if, limit_except
     stmt: Stmt | None  # the block's own statement; None for an implicit top level
-    parent: "Level | None"
+    parent: Level | None
     own: list[Stmt] = field(default_factory=list)  # the directives written directly in this block
 
-    def chain(self) -> Iterator["Level"]:
+    def chain(self) -> Iterator[Level]:
         level: Level | None = self
         while level is not None:
             yield level
@@ -42,7 +42,7 @@ class Level:
                 return found[-1]
         return None
 
-    def listed(self, name: str) -> tuple["Level | None", list[Stmt]]:
+    def listed(self, name: str) -> tuple[Level | None, list[Stmt]]:
         """The level a list directive is taken from, and its lines there (all or nothing per level)."""
         for level in self.chain():
             found = level.defined(name)
@@ -50,14 +50,14 @@ class Level:
                 return level, found
         return None, []
 
-    def location(self) -> "Level":
+    def location(self) -> Level:
         """The location this level belongs to (itself for a location; the enclosing one for if/limit_except)."""
         for level in self.chain():
             if level.kind == "location":
                 return level
         return self
 
-    def server(self) -> "Level | None":
+    def server(self) -> Level | None:
         return next((lv for lv in self.chain() if lv.kind == "server"), None)
 
 

@@ -7,8 +7,8 @@ when a directive is missing), a message and one concrete fix. The checker turns 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from llmdoctor.nginx.config import Stmt
 from llmdoctor.nginx.effective import Level, Unit, parse_time

@@ -1,0 +1,355 @@
+"""`llmdoctor nginx`: parsing, includes, inheritance, NGX001–NGX007 on fixtures, output and exit codes.
+
+Fixture files mark every finding they must produce with `# expect: RULE ...` on the reported line; a
+file must produce exactly those (rule, line) pairs, so near-miss files (no marks) must stay silent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.nginx.check import check, exit_code
+from llmdoctor.nginx.config import Stmt, load_file, split_dump
+from llmdoctor.nginx.effective import build_levels, parse_time, proxied_units
+from llmdoctor.nginx.rules import Options
+from llmdoctor.report.model import display_path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nginx"
+RULE_FIXTURES = sorted((FIXTURES / "rules").glob("*.conf"))
+_EXPECT = re.compile(r"#\s*expect:\s*(?P<rules>[A-Z0-9 ]+)")
+
+
+def expected_marks(*files: Path) -> set[tuple[str, str, int]]:
+    marks = set()
+    for path in files:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            match = _EXPECT.search(line)
+            if match:
+                marks |= {(rule, display_path(path), number) for rule in match.group("rules").split()}
+    return marks
+
+
+def found(report) -> set[tuple[str, str, int]]:
+    return {(f.rule, f.path, f.line) for f in report.findings}
+
+
+# ----------------------------------------------------------------------------- fixtures, rule by rule
+
+
+@pytest.mark.parametrize("path", RULE_FIXTURES, ids=lambda p: p.stem)
+def test_rule_fixture_produces_exactly_its_marked_findings(path):
+    report = check([str(path)])
+    assert report.errors == []
+    assert found(report) == expected_marks(path)
+
+
+def test_every_rule_has_a_hit_and_a_near_miss():
+    names = [p.stem for p in RULE_FIXTURES]
+    for number in range(1, 8):
+        rule = f"ngx00{number}"
+        assert any(n.startswith(rule) and "hit" in n for n in names), rule
+        assert any(n.startswith(rule) and "near_miss" in n for n in names), rule
+    hits = {rule for p in RULE_FIXTURES for rule, _, _ in expected_marks(p)}
+    assert hits == {f"NGX00{n}" for n in range(1, 8)}
+
+
+def test_ngx001_severity_follows_the_upstream_http_version():
+    by_file = {}
+    for name in ("ngx001_hit_default", "ngx001_hit_http11", "ngx001_fastcgi"):
+        report = check([str(FIXTURES / "rules" / f"{name}.conf")])
+        by_file[name] = next(f for f in report.findings if f.rule == "NGX001")
+    assert by_file["ngx001_hit_default"].severity == "error"
+    assert "HTTP/1.0" in by_file["ngx001_hit_default"].message
+    assert "nginx >= 1.29.7 defaults to 1.1" in by_file["ngx001_hit_default"].message
+    assert "X-Accel-Buffering: no" in by_file["ngx001_hit_default"].message
+    assert by_file["ngx001_hit_default"].fix.startswith("add `proxy_buffering off;` in location /v1/chat/completions")
+    assert by_file["ngx001_hit_http11"].severity == "warning"
+    assert "framing" in by_file["ngx001_hit_http11"].message
+    assert by_file["ngx001_fastcgi"].fix.startswith("add `fastcgi_buffering off;`")
+
+
+def test_ngx001_default_http_version_is_11_from_nginx_1_29_7():
+    path = str(FIXTURES / "rules" / "ngx001_hit_default.conf")
+    old = [f for f in check([path], options=Options((1, 29, 6))).findings if f.rule == "NGX001"]
+    new = [f for f in check([path], options=Options((1, 29, 7))).findings if f.rule == "NGX001"]
+    assert old[0].severity == "error"
+    assert new[0].severity == "warning"
+    assert "proxy_http_version defaults to 1.1 (nginx >= 1.29.7)" in new[0].message
+
+
+def test_ngx001_message_says_when_the_upstream_opt_out_is_ignored():
+    report = check([str(FIXTURES / "rules" / "ngx002_hit.conf")])
+    ngx001 = next(f for f in report.findings if f.rule == "NGX001")
+    assert "makes nginx ignore it" in ngx001.message
+    ngx002 = next(f for f in report.findings if f.rule == "NGX002")
+    assert ngx002.fix == "`proxy_ignore_headers Expires;` (X-Accel-Buffering removed)"
+
+
+def test_ngx007_names_the_lost_lines_and_where_they_were():
+    report = check([str(FIXTURES / "rules" / "ngx007_hit.conf")])
+    lost = next(f for f in report.findings if f.rule == "NGX007" and f.line == 13)
+    assert '`proxy_set_header Connection "";`' in lost.message
+    assert "ngx007_hit.conf:10" in lost.message
+    assert lost.fix == 'repeat `proxy_set_header Connection "";` next to this line'
+
+
+def test_missing_directive_is_reported_at_the_location_and_column_points_at_it():
+    report = check([str(FIXTURES / "rules" / "ngx001_hit_default.conf")])
+    finding = report.findings[0]
+    assert (finding.line, finding.column) == (8, 9)
+
+
+# ----------------------------------------------------------------------------- includes, dumps, directories
+
+
+def test_includes_resolve_against_the_main_config_folder_and_globs_in_order():
+    main = FIXTURES / "includes" / "nginx.conf"
+    config = load_file(main)
+    assert config.errors == []
+    files = [Path(p).relative_to(main.parent).as_posix() for p in sorted(config.files)]
+    assert files == ["conf.d/10-api.conf", "conf.d/20-web.conf", "nginx.conf", "snippets/sse.conf",
+                     "snippets/upstreams.conf"]
+    servers = [s for s in config.roots[0][1][1].block if s.directive == "server"]
+    assert [Path(s.path).name for s in servers] == ["10-api.conf", "20-web.conf"]
+
+
+def test_includes_fixture_findings_point_into_the_included_files():
+    files = sorted((FIXTURES / "includes").rglob("*.conf"))
+    report = check([str(FIXTURES / "includes" / "nginx.conf")])
+    assert found(report) == expected_marks(*files)
+    assert report.files_checked == 5
+
+
+def test_a_directory_with_nginx_conf_is_read_from_it():
+    assert found(check([str(FIXTURES / "includes")])) == found(check([str(FIXTURES / "includes" / "nginx.conf")]))
+
+
+def test_a_directory_of_site_files_checks_each_file_not_included_by_another(tmp_path):
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "sites" / "api.conf").write_text(
+        "server {\n  location /v1/ {\n    include snippets/stream.conf;\n    proxy_pass http://app;\n  }\n}\n")
+    (tmp_path / "sites" / "web.conf").write_text(
+        "server {\n  location / {\n    proxy_pass http://web;\n  }\n}\n")
+    (tmp_path / "snippets" / "stream.conf").write_text("proxy_buffering off;\nproxy_read_timeout 1h;\n")
+    report = check([str(tmp_path)])
+    assert report.errors == []
+    web = display_path(tmp_path / "sites" / "web.conf")
+    assert found(report) == {("NGX001", web, 2), ("NGX003", web, 2)}
+
+
+def test_split_dump_reads_nginx_T_output_with_or_without_its_stderr_lines():
+    text = (FIXTURES / "dump" / "nginx-T.txt").read_text()
+    files = split_dump(text)
+    assert next(iter(files)) == "/etc/nginx/nginx.conf"
+    assert "upstream llm" in files["/etc/nginx/snippets/upstreams.conf"]
+    assert split_dump("events {}\nhttp {}\n") is None
+
+
+def test_dump_fixture_gives_the_same_findings_as_the_files_it_was_made_from():
+    from_dump = check([str(FIXTURES / "dump" / "nginx-T.txt")])
+    from_files = check([str(FIXTURES / "includes" / "nginx.conf")])
+    prefix = display_path(FIXTURES / "includes")
+    assert from_dump.errors == []
+    assert {(r, p.replace("/etc/nginx", prefix), n) for r, p, n in found(from_dump)} == found(from_files)
+
+
+def test_include_cycle_is_an_error_at_the_include_line():
+    report = check([str(FIXTURES / "malformed" / "cycle" / "nginx.conf")])
+    assert [(e.path, e.line) for e in report.errors] == [(display_path(FIXTURES / "malformed/cycle/b.conf"), 2)]
+    assert "include cycle" in report.errors[0].reason
+    assert exit_code(report) == 2
+
+
+@pytest.mark.parametrize("name, line, reason", [
+    ("unbalanced.conf", 8, 'unexpected end of file, expecting "}"'),
+    ("stray_brace.conf", 6, 'unexpected "}"'),
+])
+def test_syntax_errors_carry_nginx_s_own_message_and_line(name, line, reason):
+    report = check([str(FIXTURES / "malformed" / name)])
+    assert [(e.line, e.reason) for e in report.errors] == [(line, f"syntax error: {reason}")]
+    assert exit_code(report) == 2
+
+
+def test_missing_include_and_broken_include_still_check_the_rest():
+    missing = check([str(FIXTURES / "malformed" / "missing_include" / "nginx.conf")])
+    assert [(e.line, "file not found" in e.reason) for e in missing.errors] == [(3, True)]
+    assert found(missing) == expected_marks(FIXTURES / "malformed" / "missing_include" / "nginx.conf")
+    assert exit_code(missing) == 2
+    broken = check([str(FIXTURES / "malformed" / "broken_include" / "nginx.conf")])
+    assert [(Path(e.path).name, e.line) for e in broken.errors] == [("broken.conf", 5)]
+    assert found(broken) == expected_marks(FIXTURES / "malformed" / "broken_include" / "nginx.conf")
+
+
+def test_unreadable_include_is_an_error_at_the_include_line(tmp_path):
+    (tmp_path / "dir.conf").mkdir()
+    (tmp_path / "nginx.conf").write_text("http {\n  include dir.conf;\n}\n")
+    report = check([str(tmp_path / "nginx.conf")])
+    reason = (f"include dir.conf: file not found: {tmp_path / 'dir.conf'} "
+              f"(nginx resolves relative includes against {tmp_path})")
+    assert [(e.line, e.reason) for e in report.errors] == [(2, reason)]
+
+
+def test_glob_include_that_matches_nothing_is_fine_as_in_nginx(tmp_path):
+    (tmp_path / "nginx.conf").write_text("http {\n  include conf.d/*.conf;\n}\n")
+    report = check([str(tmp_path / "nginx.conf")])
+    assert report.errors == [] and report.findings == []
+    assert "nothing to check" in report.notices[0]
+
+
+# ----------------------------------------------------------------------------- inheritance and values
+
+
+def _units(tmp_path: Path, text: str):
+    (tmp_path / "nginx.conf").write_text(text)
+    config = load_file(tmp_path / "nginx.conf")
+    return proxied_units(build_levels([s for _, s in config.roots]))
+
+
+def test_single_value_directives_come_from_the_deepest_level(tmp_path):
+    units = _units(tmp_path, "http { proxy_read_timeout 10s;\n server { proxy_read_timeout 20s;\n"
+                             "  location /a { location /a/b { proxy_pass http://x; } }\n"
+                             "  location /c { proxy_read_timeout 30s; if ($x) { proxy_pass http://x; } } } }\n")
+    assert [u.level.single("proxy_read_timeout").args for u in units] == [["20s"], ["30s"]]
+
+
+def test_list_directives_come_whole_from_one_level(tmp_path):
+    units = _units(tmp_path, "http { server { proxy_set_header A 1;\n proxy_set_header B 2;\n"
+                             "  location /a { proxy_set_header C 3; proxy_pass http://x; }\n"
+                             "  location /b { proxy_pass http://x; } } }\n")
+    assert [[s.args[0] for s in u.level.listed("proxy_set_header")[1]] for u in units] == [["C"], ["A", "B"]]
+
+
+def test_named_locations_inherit_from_the_server(tmp_path):
+    units = _units(tmp_path, "http { server { proxy_read_timeout 5m;\n"
+                             "  location / { proxy_read_timeout 1s; error_page 404 = @app; }\n"
+                             "  location @app { proxy_pass http://x; } } }\n")
+    assert units[0].level.single("proxy_read_timeout").args == ["5m"]
+    assert units[0].label() == "location @app"
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("60", 60), ("60s", 60), ("1m", 60), ("1m30s", 90), ("500ms", 0.5), ("1h", 3600), ("2d", 172800),
+    ("x", None), ("10q", None), ("", None), ("$var", None),
+])
+def test_parse_time_follows_nginx_units(text, seconds):
+    assert parse_time(text) == seconds
+
+
+def test_stmt_text_quotes_empty_and_spaced_arguments():
+    assert Stmt("proxy_set_header", ["Connection", ""], "x", 1).text() == 'proxy_set_header Connection "";'
+    assert Stmt("add_header", ["X", "a b"], "x", 1).text() == 'add_header X "a b";'
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def test_cli_text_output_names_file_line_and_fix(cli):
+    result = cli("nginx", str(FIXTURES / "rules" / "ngx001_hit_default.conf"))
+    assert result.returncode == 1
+    assert "ngx001_hit_default.conf:8:9: NGX001" in result.stdout
+    assert "fix: add `proxy_buffering off;`" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_clean_config_exits_0(cli):
+    result = cli("nginx", str(FIXTURES / "rules" / "ngx006_near_miss.conf"))
+    assert result.returncode == 0, result.stdout
+    assert "All checks passed in 1 file." in result.stdout
+
+
+def test_cli_json_schema(cli):
+    result = cli("nginx", str(FIXTURES / "rules" / "ngx002_hit.conf"), "--format", "json")
+    data = json.loads(result.stdout)
+    assert set(data) >= {"findings", "errors", "summary"}
+    first = data["findings"][0]
+    assert {"rule", "severity", "path", "line", "column", "message", "fix", "location"} <= set(first)
+    assert data["summary"]["by_rule"] == {"NGX001": 1, "NGX002": 1}
+
+
+def test_cli_sarif_and_github(cli):
+    sarif = json.loads(cli("nginx", str(FIXTURES / "rules" / "ngx005_hit.conf"), "--format", "sarif").stdout)
+    run = sarif["runs"][0]
+    assert run["results"][0]["ruleId"] == "NGX005"
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {f"NGX00{n}" for n in range(1, 8)}
+    github = cli("nginx", str(FIXTURES / "rules" / "ngx005_hit.conf"), "--format", "github").stdout
+    assert github.startswith("::error file=") and ",line=11," in github
+
+
+def test_cli_reads_a_dump_from_stdin(cli):
+    dump = (FIXTURES / "dump" / "nginx-T.txt").read_text()
+    result = cli("nginx", "-", "--format", "json", input=dump)
+    assert result.returncode == 1
+    paths = {f["path"] for f in json.loads(result.stdout)["findings"]}
+    assert paths == {"/etc/nginx/conf.d/10-api.conf", "/etc/nginx/conf.d/20-web.conf"}
+
+
+def test_cli_reads_a_plain_config_from_stdin(cli, tmp_path):
+    (tmp_path / "sse.conf").write_text("proxy_buffering off;\nproxy_read_timeout 1h;\n")
+    text = "http { server { location / { include sse.conf; proxy_pass http://x; } } }\n"
+    result = cli("nginx", "-", cwd=tmp_path, input=text)
+    assert result.returncode == 0, result.stdout
+
+
+def test_cli_location_narrows_the_streamed_locations(cli):
+    path = str(FIXTURES / "rules" / "ngx001_hit_if_and_named.conf")
+    result = cli("nginx", path, "--location", "^/beta/", "--format", "json")
+    assert [f["line"] for f in json.loads(result.stdout)["findings"]] == [16]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--location", "("], "--location '(' is not a valid regular expression"),
+    (["--location", "^/nope"], "--location '^/nope' matches none of the proxied locations: location /v1/chat"),
+    (["--nginx-version", "new"], "--nginx-version 'new' is not a version"),
+    (["--format", "xml"], "--format 'xml': choose one of text, json, sarif, github"),
+])
+def test_cli_bad_options_exit_2_with_a_message(cli, args, message):
+    result = cli("nginx", str(FIXTURES / "rules" / "ngx001_hit_default.conf"), *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_missing_file_exits_2(cli, tmp_path):
+    result = cli("nginx", str(tmp_path / "nope.conf"))
+    assert result.returncode == 2
+    assert "nope.conf: error: no such file or directory" in result.stdout
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_cli_syntax_error_exits_2_and_other_inputs_are_still_reported(cli):
+    result = cli("nginx", str(FIXTURES / "malformed" / "unbalanced.conf"),
+                 str(FIXTURES / "rules" / "ngx005_hit.conf"), "--format", "json")
+    assert result.returncode == 2
+    data = json.loads(result.stdout)
+    assert [f["rule"] for f in data["findings"]] == ["NGX005"]
+    assert data["errors"][0]["line"] == 8
+    assert data["errors"][0]["path"].endswith("unbalanced.conf")
+
+
+def test_cli_undecodable_bytes_do_not_crash(cli, tmp_path):
+    (tmp_path / "nginx.conf").write_bytes(b"http { server { location / { proxy_pass http://x; \xff\xfe } } }\n")
+    result = cli("nginx", str(tmp_path / "nginx.conf"))
+    assert result.returncode in (1, 2)
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_directory_without_configs_says_nothing_to_check(cli, tmp_path):
+    result = cli("nginx", str(tmp_path))
+    assert result.returncode == 0
+    assert "nothing to check" in result.stdout
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_cli_unreadable_included_file_exits_2_with_the_include_line(cli, tmp_path):
+    (tmp_path / "secret.conf").write_text("proxy_buffering off;\n")
+    (tmp_path / "secret.conf").chmod(0)
+    (tmp_path / "nginx.conf").write_text("http {\n  include secret.conf;\n}\n")
+    result = cli("nginx", str(tmp_path / "nginx.conf"))
+    assert result.returncode == 2
+    assert "secret.conf: error: cannot read: Permission denied" in result.stdout
