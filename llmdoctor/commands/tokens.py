@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
 
 import typer
 
@@ -14,25 +13,25 @@ MODES = ("auto", "text", "request")
 
 
 def tokens(
-    paths: Optional[List[str]] = typer.Argument(  # noqa: UP006,UP007 - typer reads these annotations
+    paths: list[str] | None = typer.Argument(
         None, metavar="PATHS...", help="Files, directories (walked like scan) or - for stdin."
     ),
-    encoding: Optional[str] = typer.Option(  # noqa: UP007
+    encoding: str | None = typer.Option(
         None, "--encoding", help="tiktoken encoding: o200k_base (default), cl100k_base, o200k_harmony..."
     ),
-    model: Optional[str] = typer.Option(  # noqa: UP007
+    model: str | None = typer.Option(
         None, "--model", help="Model name: picks the encoding (tiktoken's map) and the context window."
     ),
-    encoding_file: Optional[str] = typer.Option(  # noqa: UP007
-        None, "--encoding-file", help="A local .tiktoken file (checked against tiktoken's sha256 when published)."
+    encoding_file: str | None = typer.Option(
+        None, "--encoding-file", help="A local .tiktoken file (sha256-checked when it is a published one)."
     ),
-    context: Optional[int] = typer.Option(  # noqa: UP007
+    context: int | None = typer.Option(
         None, "--context", help="Context window in tokens (default: the model's known window, if any)."
     ),
     reserve: float = typer.Option(
-        0.15, "--reserve", help="Fraction of the context kept for the answer (a request's max_tokens if larger)."
+        0.15, "--reserve", help="Fraction of the context kept for the answer (or a request's max_tokens)."
     ),
-    glob: Optional[str] = typer.Option(  # noqa: UP007
+    glob: str | None = typer.Option(
         None, "--glob", help="Pick files in directories by relative path, e.g. 'prompts/**/*.txt'."
     ),
     mode: str = typer.Option(

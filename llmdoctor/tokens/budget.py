@@ -30,7 +30,8 @@ class ContextWindow:
 @cache
 def context_table() -> dict[str, ContextWindow]:
     data = json.loads(_TABLE.read_text(encoding="utf-8"))
-    return {name: ContextWindow(name, entry["context"], entry["source"]) for name, entry in data["models"].items()}
+    models = data["models"]
+    return {name: ContextWindow(name, entry["context"], entry["source"]) for name, entry in models.items()}
 
 
 def known_context(model: str) -> ContextWindow | None:

@@ -78,7 +78,7 @@ def parse_json(text: str) -> Any:
 
 
 def as_request(data: Any) -> ChatRequest | None:
-    """The chat request in parsed JSON, None when it is not one (no "messages"); RequestError when malformed."""
+    """The chat request in parsed JSON; None when it has no "messages"; RequestError when malformed."""
     if not isinstance(data, dict) or "messages" not in data:
         return None
     messages = data["messages"]
@@ -151,7 +151,8 @@ def count_request(request: ChatRequest, encode: Callable[[str], int], encoding_n
     total += REPLY_PRIMING
     tools = 0
     if request.functions:
-        tools = count_functions(request.functions, encode, TOOL_CONSTANTS.get(encoding_name, ToolConstants(7)))
+        constants = TOOL_CONSTANTS.get(encoding_name, ToolConstants(func_init=7))
+        tools = count_functions(request.functions, encode, constants)
         notes.append(f"{len(request.functions)} tool definition(s): {tools} tokens by the cookbook's "
                      "approximation (OpenAI does not publish how tools are rendered)")
         estimate = True
@@ -242,7 +243,7 @@ def _text(value: Any) -> str:
 
 
 def _drop_period(text: str) -> str:
-    return text[:-1] if text.endswith(".") else text
+    return text.removesuffix(".")
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -156,8 +156,9 @@ class Counter:
             return model_encoding_name(model)
         return DEFAULT_ENCODING
 
-    def encoding(self, name: str) -> "tiktoken.Encoding":
-        loaded = load_encoding(name, self.options.encoding_file, allow_custom=self.options.encoding is not None)
+    def encoding(self, name: str) -> tiktoken.Encoding:
+        custom_allowed = self.options.encoding is not None
+        loaded = load_encoding(name, self.options.encoding_file, allow_custom=custom_allowed)
         self.report.encodings[loaded.source.name] = loaded.source
         return loaded.encoding
 
@@ -248,7 +249,8 @@ class Counter:
         target = FileCount(shown, "chat", encoding_name, model, result.tokens, estimate=result.estimate,
                            notes=list(result.notes), chat=result)
         if self.options.model and request.model and request.model != self.options.model:
-            target.notes.append(f"counted for --model {self.options.model}; the request names {request.model}")
+            target.notes.append(f"counted for --model {self.options.model}; the request names "
+                                f"{request.model}")
         target.budget = self._budget(target, model, request.max_output)
         self.report.files.append(target)
 
@@ -259,7 +261,11 @@ class Counter:
             return None
         window = known_context(model)
         if window is None:
-            target.notes.append(f"no known context window for {model}: pass --context N to check a budget")
+            from llmdoctor.tokens.budget import context_table
+            from llmdoctor.tokens.encodings import did_you_mean
+
+            target.notes.append(f"no known context window for {model}{did_you_mean(model, list(context_table()))}:"
+                                " pass --context N to check a budget")
             return None
         return make_budget(window.tokens, self.options.reserve, max_output, window.source)
 
@@ -270,13 +276,13 @@ class Counter:
         for encoding_name, pending in self._pending.items():
             encoding = self.encoding(encoding_name)
             counts = count_texts(encoding, [p.text for p in pending], self.options.threads)
-            for item, tokens in zip(pending, counts):
+            for item, tokens in zip(pending, counts, strict=True):
                 item.target.tokens = tokens
         self._pending.clear()
         return self.report
 
 
-def count_texts(encoding: "tiktoken.Encoding", texts: list[str], threads: int) -> list[int]:
+def count_texts(encoding: tiktoken.Encoding, texts: list[str], threads: int) -> list[int]:
     """Token counts of `texts`, as `encode_ordinary_batch` would give, without keeping the token lists."""
 
     def count(text: str) -> int:
@@ -288,7 +294,8 @@ def count_texts(encoding: "tiktoken.Encoding", texts: list[str], threads: int) -
         return list(pool.map(count, texts))
 
 
-def count_tokens(paths: list[str], options: Options, stdin: Callable[[], bytes] | None = None) -> TokensReport:
+def count_tokens(paths: list[str], options: Options,
+                 stdin: Callable[[], bytes] | None = None) -> TokensReport:
     validate(options)
     counter = Counter(options)
     counter.add_inputs(paths, stdin or (lambda: sys.stdin.buffer.read()))

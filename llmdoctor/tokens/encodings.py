@@ -50,7 +50,7 @@ class EncodingSource:
 
 @dataclass(frozen=True)
 class LoadedEncoding:
-    encoding: "tiktoken.Encoding"
+    encoding: tiktoken.Encoding
     source: EncodingSource
 
 
@@ -66,12 +66,14 @@ def model_encoding_name(model: str) -> str:
 
     Raises UserError with close model names when tiktoken does not know the model.
     """
-    from tiktoken.model import MODEL_PREFIX_TO_ENCODING, MODEL_TO_ENCODING, encoding_name_for_model
+    from tiktoken.model import MODEL_TO_ENCODING, encoding_name_for_model
+
+    from llmdoctor.tokens.budget import context_table
 
     try:
         return encoding_name_for_model(model)
     except KeyError:
-        known = list(MODEL_TO_ENCODING) + [prefix + "…" for prefix in MODEL_PREFIX_TO_ENCODING]
+        known = sorted(set(MODEL_TO_ENCODING) | set(context_table()))
         raise UserError(
             f"unknown model {model!r} (tiktoken does not know its tokenizer){did_you_mean(model, known)}; "
             "pass --encoding NAME to count with a given encoding"
@@ -86,7 +88,7 @@ def check_encoding_name(name: str) -> str:
 
 
 def did_you_mean(word: str, candidates: list[str]) -> str:
-    close = difflib.get_close_matches(word, [c.rstrip("…") for c in candidates], n=3, cutoff=0.6)
+    close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
     if not close:
         return ""
     return " (did you mean " + ", ".join(repr(c) for c in close) + "?)"
@@ -283,7 +285,8 @@ def is_published_copy(name: str, path: Path) -> bool:
     if stem in encoding_names():
         if stem != name and published_hash(stem) != published_hash(name):
             raise EncodingUnavailable(
-                f"--encoding-file {path} looks like the {stem} encoding but the encoding asked for is {name}; "
+                f"--encoding-file {path} looks like the {stem} encoding, but the encoding asked for is "
+                f"{name}; "
                 f"pass --encoding {stem}"
             )
         return True

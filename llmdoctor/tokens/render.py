@@ -12,37 +12,47 @@ def to_json(report: TokensReport) -> str:
     return json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
 
 
-def _fits_cell(item: FileCount) -> str:
+def _fits_cell(item: FileCount) -> tuple[str, str]:
+    """(plain text, rich markup) of the fits column."""
     if item.fits is None:
-        return "-"
+        return "-", "-"
     if item.fits:
-        return "[green]yes[/]"
-    return f"[bold red]NO[/] (over by {item.over_by:,})"
+        return "yes", "[green]yes[/]"
+    plain = f"NO, over by {item.over_by:,}"
+    return plain, f"[bold red]{plain}[/]"
 
 
-def _budget_cell(item: FileCount) -> str:
-    if item.budget is None:
-        return "-"
-    return f"{item.budget.prompt_budget:,} ({item.budget.context:,} - {item.budget.reserve:,} reserve)"
+def _budget_lines(report: TokensReport) -> list[str]:
+    """How each budget figure was made: context − reserve, and where the context came from."""
+    seen: dict[tuple[int, int, str], None] = {}
+    for item in report.files:
+        if item.budget is not None:
+            seen[(item.budget.context, item.budget.reserve, item.budget.context_source)] = None
+    return [f"budget {context - reserve:,} = context {context:,} ({source}) - reserve {reserve:,}"
+            for context, reserve, source in seen]
 
 
 def render_text(report: TokensReport, out: TextIO) -> None:
+    """A plain aligned table (whole paths, never wrapped), notes, errors and a summary line."""
     from rich.markup import escape
-    from rich.table import Table
 
     from llmdoctor.report.render import make_console
 
     console = make_console(out)
-    if report.files:
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        table.add_column("path", overflow="fold")
-        table.add_column("tokens", justify="right")
-        table.add_column("budget", justify="right")
-        table.add_column("fits")
-        for item in report.ordered():
-            tokens = f"{item.tokens:,}" + ("~" if item.estimate else "")
-            table.add_row(escape(item.path), tokens, _budget_cell(item), _fits_cell(item))
-        console.print(table)
+    rows = []
+    for item in report.ordered():
+        tokens = f"{item.tokens:,}" + ("~" if item.estimate else "")
+        budget = f"{item.budget.prompt_budget:,}" if item.budget is not None else "-"
+        rows.append((item.path, tokens, budget, *_fits_cell(item)))
+    if rows:
+        widths = [max(len(header), *(len(row[i]) for row in rows))
+                  for i, header in enumerate(("path", "tokens", "budget"))]
+        console.print(f"[bold]{'path':<{widths[0]}}  {'tokens':>{widths[1]}}  {'budget':>{widths[2]}}  fits[/]")
+        for path, tokens, budget, _plain, fits in rows:
+            console.print(f"{escape(path):<{widths[0] + len(escape(path)) - len(path)}}  "
+                          f"{tokens:>{widths[1]}}  {budget:>{widths[2]}}  {fits}")
+    for line in _budget_lines(report):
+        console.print(f"[dim]{escape(line)}[/]")
     for item in report.ordered():
         for note in item.notes:
             console.print(f"[dim]note: {escape(item.path)}: {escape(note)}[/]")
@@ -66,5 +76,6 @@ def summary_line(report: TokensReport) -> str:
     if report.errors:
         parts.append(f"{len(report.errors)} could not be counted")
     if report.skipped_binary:
-        parts.append(f"{report.skipped_binary} binary file{'s' if report.skipped_binary != 1 else ''} skipped")
+        skipped = report.skipped_binary
+        parts.append(f"{skipped} binary file{'s' if skipped != 1 else ''} skipped")
     return "; ".join(parts) + "."
