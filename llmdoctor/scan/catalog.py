@@ -1,0 +1,315 @@
+"""The rule catalog: rule documentation and call tables loaded from YAML (knowledge as data).
+
+Sources, in order:
+1. every `*.yaml` shipped with the package (`llmdoctor/rules/` in a wheel, the repository's `rules/` in a
+   source or editable checkout);
+2. user files from `--rules-dir` / config `rules-dir`, which may only ADD entries to existing tables.
+
+Two file kinds:
+- a rule file: `id`, `name`, `severity`, `summary`, `why`, `example`, `use_instead`, `fix_safety`,
+  optional `prefilter` (literals that must all occur in a file), `tables` (name -> entries) and
+  `examples: {hit: [...], near_miss: [...]}`;
+- a knowledge file: `kind: tables` and no `id`, read by any rule (e.g. the SDK tables). Its optional
+  `tables` key is validated like a rule's; the whole document is also kept as-is in
+  `catalog.knowledge[<file stem>]` for rules with richer schemas (whose own code validates them).
+
+Table names form one namespace: the same name in two files is one table with both files' entries.
+A table entry is a dotted qualified name (`time.sleep`), optionally with `*` wildcards
+(`transformers.*Tokenizer*.from_pretrained`), written either as a string or as a mapping with a `name`
+key plus free attributes (`{name: time.sleep, use_instead: "await asyncio.sleep(...)"}`).
+Everything here is plain data: a Catalog pickles, so a process pool can ship it to workers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmdoctor.errors import UserError
+from llmdoctor.report.model import SEVERITIES, RuleInfo
+
+RULE_ID = re.compile(r"^[A-Z]{2,}[0-9]{3}$")
+TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+QUALIFIED_NAME = re.compile(r"^[A-Za-z_*][A-Za-z0-9_*]*(\.[A-Za-z_*][A-Za-z0-9_*]*)*$")
+DOC_KEYS = ("name", "severity", "summary", "why", "example", "use_instead", "fix_safety")
+RULE_KEYS = {"id", *DOC_KEYS, "prefilter", "tables", "examples"}
+USER_TABLES_KEYS = {"kind", "description", "tables"}
+USER_RULE_KEYS = {"id", "tables"}
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    name: str
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        return default
+
+    @property
+    def root(self) -> str:
+        """First component of the dotted name: the literal a file must contain to use this entry."""
+        return self.name.split(".", 1)[0]
+
+
+@dataclass
+class Table:
+    name: str
+    entries: list[TableEntry] = field(default_factory=list)
+    _exact: dict[str, TableEntry] = field(default_factory=dict, repr=False)
+    _patterns: list[TableEntry] = field(default_factory=list, repr=False)
+
+    def add(self, entry: TableEntry) -> None:
+        self.entries.append(entry)
+        if "*" in entry.name:
+            self._patterns.append(entry)
+        else:
+            self._exact.setdefault(entry.name, entry)
+
+    def match(self, qualified_name: str | None) -> TableEntry | None:
+        """The entry naming `qualified_name` (exact names first, then wildcard patterns), or None."""
+        if not qualified_name:
+            return None
+        found = self._exact.get(qualified_name)
+        if found is not None:
+            return found
+        for entry in self._patterns:
+            if fnmatch.fnmatchcase(qualified_name, entry.name):
+                return entry
+        return None
+
+    def __contains__(self, qualified_name: object) -> bool:
+        return isinstance(qualified_name, str) and self.match(qualified_name) is not None
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.entries]
+
+    def literals(self) -> set[str]:
+        """Strings a file must contain (any of them) to possibly use an entry of this table."""
+        out = set()
+        for entry in self.entries:
+            root = entry.root
+            out.add(root if "*" not in root else "")
+        return out
+
+
+@dataclass
+class RuleSpec:
+    id: str
+    name: str
+    severity: str
+    summary: str
+    why: str
+    example: str
+    use_instead: str
+    fix_safety: str
+    source: str
+    prefilter: list[str] = field(default_factory=list)
+    table_names: list[str] = field(default_factory=list)
+    hits: list[str] = field(default_factory=list)
+    near_misses: list[str] = field(default_factory=list)
+
+    def help_markdown(self) -> str:
+        return (
+            f"## What it does\n{self.summary}\n\n## Why it matters\n{self.why.strip()}\n\n"
+            f"## Example\n```python\n{self.example.rstrip()}\n```\n\n"
+            f"## Use instead\n```python\n{self.use_instead.rstrip()}\n```\n\n"
+            f"## Fix safety\n{self.fix_safety.strip()}\n"
+        )
+
+    def info(self) -> RuleInfo:
+        return RuleInfo(id=self.id, name=self.name, severity=self.severity, summary=self.summary,
+                        help=self.help_markdown())
+
+
+@dataclass
+class Catalog:
+    rules: dict[str, RuleSpec] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+    knowledge: dict[str, dict] = field(default_factory=dict)  # `kind: tables` documents, by file stem
+    fingerprint: str = ""  # sha256 of every source file's bytes, in load order (cache key material)
+
+    def table(self, name: str) -> Table:
+        """The table `name`; an empty one when no file defines it (optional knowledge tables)."""
+        return self.tables.get(name) or Table(name)
+
+    def rule(self, rule_id: str) -> RuleSpec:
+        try:
+            return self.rules[rule_id]
+        except KeyError:
+            known = ", ".join(sorted(self.rules)) or "none"
+            raise UserError(f"unknown rule {rule_id!r}; known rules: {known} (see `llmdoctor rules`)") from None
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def shipped_rules_dir() -> Path:
+    """`llmdoctor/rules` inside an installed wheel, else the repository's `rules/` (source checkout)."""
+    package_dir = Path(__file__).resolve().parent.parent
+    inside = package_dir / "rules"
+    if inside.is_dir():
+        return inside
+    return package_dir.parent / "rules"
+
+
+def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | None = None) -> Catalog:
+    """Load and validate the shipped rule files, then apply the user's table additions."""
+    shipped = shipped_dir or shipped_rules_dir()
+    files = sorted(shipped.glob("*.yaml")) if shipped.is_dir() else []
+    if not files:
+        raise UserError(f"no rule files found in {shipped}: the installation is incomplete; reinstall llmdoctor")
+    catalog = Catalog()
+    digest = hashlib.sha256()
+    for path in files:
+        data = _read_yaml(path, digest)
+        _load_shipped(catalog, path, data)
+    for directory in user_dirs:
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise UserError(f"rules-dir {directory}: not a directory; pass a folder of *.yaml table files")
+        for path in sorted(directory.glob("*.y*ml")):
+            data = _read_yaml(path, digest)
+            _load_user(catalog, path, data)
+    for spec in catalog.rules.values():
+        for name in spec.table_names:
+            catalog.tables.setdefault(name, Table(name))
+    catalog.fingerprint = digest.hexdigest()
+    return catalog
+
+
+def _read_yaml(path: Path, digest) -> dict:
+    import yaml
+
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise UserError(f"{path}: cannot read rule file: {err.strerror or err}") from None
+    digest.update(str(path.name).encode() + b"\0" + raw + b"\0")
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise UserError(f"{where}: invalid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a rule file must be a YAML mapping (id, name, ... or kind: tables)")
+    return data
+
+
+def _fail(path: Path, key: str, problem: str) -> UserError:
+    return UserError(f"{path}: key {key!r}: {problem}")
+
+
+def _text(path: Path, data: dict, key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(path, key, "missing or not a non-empty string")
+    return value
+
+
+def _load_shipped(catalog: Catalog, path: Path, data: dict) -> None:
+    catalog.sources.append(str(path))
+    if data.get("kind") == "tables" and "id" not in data:
+        _add_tables(catalog, path, data.get("tables"), allow_new=True)
+        catalog.knowledge[path.stem] = data
+        return
+    if "kind" in data:
+        raise _fail(path, "kind", "the only kind is 'tables' (a knowledge file, which has no 'id')")
+    _check_keys(path, data, RULE_KEYS)
+    rule_id = data.get("id")
+    if not isinstance(rule_id, str) or not RULE_ID.match(rule_id):
+        raise _fail(path, "id", "missing or not like 'LLM004'")
+    if rule_id in catalog.rules:
+        raise _fail(path, "id", f"{rule_id} is already defined in {catalog.rules[rule_id].source}")
+    severity = _text(path, data, "severity")
+    if severity not in SEVERITIES:
+        raise _fail(path, "severity", f"must be one of {', '.join(SEVERITIES)} (got {severity!r})")
+    prefilter = data.get("prefilter", [])
+    if not isinstance(prefilter, list) or not all(isinstance(p, str) and p for p in prefilter):
+        raise _fail(path, "prefilter", "must be a list of non-empty strings")
+    examples = data.get("examples")
+    if not isinstance(examples, dict) or set(examples) - {"hit", "near_miss"}:
+        raise _fail(path, "examples", "must be a mapping with 'hit' and 'near_miss' lists of code")
+    lists = {}
+    for kind in ("hit", "near_miss"):
+        items = examples.get(kind)
+        if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+            raise _fail(path, f"examples.{kind}", "must be a non-empty list of code strings")
+        lists[kind] = items
+    tables = data.get("tables", {})
+    table_names = _add_tables(catalog, path, tables, allow_new=True)
+    catalog.rules[rule_id] = RuleSpec(
+        id=rule_id, source=str(path), prefilter=list(prefilter), table_names=table_names,
+        hits=lists["hit"], near_misses=lists["near_miss"],
+        **{key: _text(path, data, key) for key in DOC_KEYS},
+    )
+
+
+def _load_user(catalog: Catalog, path: Path, data: dict) -> None:
+    catalog.sources.append(str(path))
+    if data.get("kind") == "tables" and "id" not in data:
+        _check_keys(path, data, USER_TABLES_KEYS)
+    else:
+        _check_keys(path, data, USER_RULE_KEYS | {"kind"})
+        rule_id = data.get("id")
+        if rule_id not in catalog.rules:
+            known = ", ".join(sorted(catalog.rules))
+            raise _fail(path, "id", f"no rule {rule_id!r} to extend (known: {known}); user files can only "
+                                    "add table entries (or use 'kind: tables')")
+    _add_tables(catalog, path, data.get("tables"), allow_new=False)
+
+
+def _check_keys(path: Path, data: dict, allowed: set[str]) -> None:
+    for key in data:
+        if key not in allowed:
+            raise _fail(path, str(key), f"unknown key; allowed keys: {', '.join(sorted(allowed))}")
+
+
+def _add_tables(catalog: Catalog, path: Path, tables: Any, *, allow_new: bool) -> list[str]:
+    if tables is None:
+        tables = {}
+    if not isinstance(tables, dict):
+        raise _fail(path, "tables", "must be a mapping of table name -> list of entries")
+    names = []
+    for name, entries in tables.items():
+        key = f"tables.{name}"
+        if not isinstance(name, str) or not TABLE_NAME.match(name):
+            raise _fail(path, key, "table names are lower_snake_case")
+        if not allow_new and name not in catalog.tables:
+            known = ", ".join(sorted(catalog.tables))
+            raise _fail(path, key, f"no such table to extend; known tables: {known}")
+        if not isinstance(entries, list):
+            raise _fail(path, key, "must be a list of dotted names or {name: ...} mappings")
+        table = catalog.tables.setdefault(name, Table(name))
+        for index, raw in enumerate(entries):
+            table.add(_entry(path, f"{key}[{index}]", raw))
+        names.append(name)
+    return names
+
+
+def _entry(path: Path, key: str, raw: Any) -> TableEntry:
+    if isinstance(raw, str):
+        name, attrs = raw, {}
+    elif isinstance(raw, dict) and isinstance(raw.get("name"), str):
+        attrs = {k: v for k, v in raw.items() if k != "name"}
+        name = raw["name"]
+        for k, v in attrs.items():
+            if not isinstance(k, str) or not isinstance(v, (str, int, float, bool, list)):
+                raise _fail(path, f"{key}.{k}", "attributes must be strings, numbers, booleans or lists")
+            if isinstance(v, list) and not all(isinstance(i, (str, int, float, bool)) for i in v):
+                raise _fail(path, f"{key}.{k}", "list attributes hold strings or numbers")
+        attrs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()}
+    else:
+        raise _fail(path, key, "an entry is a dotted name or a mapping with a 'name' key")
+    if not QUALIFIED_NAME.match(name):
+        raise _fail(path, key, f"{name!r} is not a dotted name like 'time.sleep'")
+    return TableEntry(name=name, attrs=tuple(sorted(attrs.items())))

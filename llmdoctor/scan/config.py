@@ -1,0 +1,171 @@
+"""Project configuration: `[tool.llmdoctor]` in pyproject.toml or a `.llmdoctor.yaml`.
+
+The nearest one wins, walking up from the scanned path (the first one given) to the filesystem root; in
+one folder `.llmdoctor.yaml` is preferred over pyproject.toml (a pyproject.toml without a
+`[tool.llmdoctor]` table does not count). Keys (kebab-case; snake_case is accepted too):
+
+    select = ["LLM"]                       # rule ids or prefixes; default: every rule
+    ignore = ["LLM002"]
+    exclude = ["migrations", "tests/fixtures/*"]
+    per-file-ignores = { "tests/*" = ["LLM004"] }
+    rules-dir = ["llmdoctor-rules"]        # folders of extra table entries (relative to the config file)
+    severity = { LLM002 = "info" }
+    max-file-size = 2000000                # bytes
+    respect-gitignore = true
+
+Globs and folders are relative to the folder holding the config file. An invalid file exits 2 naming the
+file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from llmdoctor.errors import UserError
+from llmdoctor.report.model import SEVERITIES
+from llmdoctor.scan.settings import DEFAULT_MAX_FILE_SIZE, ScanConfig
+
+KEYS = ("select", "ignore", "exclude", "per-file-ignores", "rules-dir", "severity", "max-file-size",
+        "respect-gitignore")
+
+
+def find_config(start: str | os.PathLike) -> Path | None:
+    here = Path(os.path.abspath(start))
+    if not here.is_dir():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / ".llmdoctor.yaml"
+        if candidate.is_file():
+            return candidate
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file() and _has_tool_table(pyproject):
+            return pyproject
+    return None
+
+
+def _has_tool_table(pyproject: Path) -> bool:
+    try:
+        text = pyproject.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "tool.llmdoctor" in text and _load_pyproject(pyproject) is not None
+
+
+def _load_pyproject(path: Path) -> dict | None:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UserError(f"{path}: cannot read: {err.strerror or err}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: invalid TOML: {err}") from None
+    table = data.get("tool", {}).get("llmdoctor") if isinstance(data.get("tool"), dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise UserError(f"{path}: key 'tool.llmdoctor': must be a table")
+    return table
+
+
+def _load_yaml(path: Path) -> dict:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UserError(f"{path}: cannot read: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UserError(f"{where}: invalid YAML: {getattr(err, 'problem', None) or err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: must be a mapping of settings ({', '.join(KEYS)})")
+    return data
+
+
+def load_config(path: Path | None) -> ScanConfig:
+    """Settings from `path` (None: defaults, relative to the cwd is decided by the caller)."""
+    if path is None:
+        return ScanConfig()
+    path = Path(os.path.abspath(path))
+    if not path.is_file():
+        raise UserError(f"--config {path}: no such file")
+    raw = _load_pyproject(path) if path.name == "pyproject.toml" or path.suffix == ".toml" else _load_yaml(path)
+    raw = raw or {}
+    return parse_settings(raw, path)
+
+
+def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
+    prefix = "tool.llmdoctor." if path.suffix == ".toml" else ""
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        norm = str(key).replace("_", "-")
+        if norm not in KEYS:
+            raise UserError(f"{path}: key '{prefix}{key}': unknown setting; known: {', '.join(KEYS)}")
+        values[norm] = (value, f"{prefix}{key}")
+    base = path.parent
+
+    def fail(key: str, problem: str) -> UserError:
+        return UserError(f"{path}: key '{values[key][1]}': {problem}")
+
+    def str_list(key: str) -> tuple[str, ...]:
+        if key not in values:
+            return ()
+        value = values[key][0]
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise fail(key, "must be a list of strings")
+        return tuple(value)
+
+    def rule_ids(key: str) -> tuple[str, ...]:
+        ids = str_list(key)
+        for rule_id in ids:
+            if not rule_id.isalnum():
+                raise fail(key, f"{rule_id!r} is not a rule id or prefix like 'LLM004' or 'LLM'")
+        return tuple(i.upper() for i in ids)
+
+    per_file: list[tuple[str, tuple[str, ...]]] = []
+    if "per-file-ignores" in values:
+        mapping = values["per-file-ignores"][0]
+        if not isinstance(mapping, dict):
+            raise fail("per-file-ignores", "must be a mapping of glob -> list of rule ids")
+        for glob, ids in mapping.items():
+            if isinstance(ids, str):
+                ids = [ids]
+            if not isinstance(ids, list) or not all(isinstance(i, str) and i.isalnum() for i in ids):
+                raise fail("per-file-ignores", f"{glob!r} must map to a list of rule ids")
+            per_file.append((str(glob), tuple(i.upper() for i in ids)))
+
+    severity: list[tuple[str, str]] = []
+    if "severity" in values:
+        mapping = values["severity"][0]
+        if not isinstance(mapping, dict):
+            raise fail("severity", "must be a mapping of rule id -> error|warning|info")
+        for rule_id, level in mapping.items():
+            if level not in SEVERITIES:
+                raise fail("severity", f"{rule_id}: must be one of {', '.join(SEVERITIES)} (got {level!r})")
+            severity.append((str(rule_id).upper(), level))
+
+    max_size = DEFAULT_MAX_FILE_SIZE
+    if "max-file-size" in values:
+        max_size = values["max-file-size"][0]
+        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0:
+            raise fail("max-file-size", "must be a positive number of bytes")
+    gitignore = True
+    if "respect-gitignore" in values:
+        gitignore = values["respect-gitignore"][0]
+        if not isinstance(gitignore, bool):
+            raise fail("respect-gitignore", "must be true or false")
+
+    rules_dirs = tuple(str((base / d).resolve()) for d in str_list("rules-dir"))
+    return ScanConfig(
+        root=str(base), select=rule_ids("select"), ignore=rule_ids("ignore"),
+        per_file_ignores=tuple(per_file), severity=tuple(severity), exclude=str_list("exclude"),
+        rules_dirs=rules_dirs, max_file_size=max_size, respect_gitignore=gitignore, source=str(path),
+    )

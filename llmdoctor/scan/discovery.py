@@ -1,0 +1,111 @@
+"""Which files to scan: directories recursively (`*.py`, `*.pyi`), minus what should never be linted.
+
+Skipped while walking: VCS and tool folders, virtualenvs (any folder with a `pyvenv.cfg`), `node_modules`,
+`__pycache__`, build output, `exclude` globs, and what `.gitignore` files ignore. Symlinked directories are
+not followed (a symlink loop can never hang the walk). Files named explicitly on the command line are
+scanned even when excluded, unless `force_exclude` (pre-commit passes file names; `--force-exclude` keeps
+the project's excludes in force). Files larger than `max_file_size` are skipped with a notice.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from llmdoctor.report.model import InputError
+from llmdoctor.scan.globs import matches_any
+from llmdoctor.scan.gitignore import GitIgnore
+
+SOURCE_SUFFIXES = (".py", ".pyi")
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".bzr", ".tox", ".nox", ".venv", "venv", "node_modules",
+    "__pycache__", ".mypy_cache", ".direnv", ".pyenv", ".pytype", ".pants.d", ".vscode", ".pytest_cache", ".ruff_cache", ".llmdoctor_cache", "build", "dist",
+    "site-packages", ".eggs", "__pypackages__", ".ipynb_checkpoints", "_build", "buck-out",
+})
+
+
+@dataclass
+class Discovery:
+    files: list[str] = field(default_factory=list)  # absolute paths, sorted, unique
+    errors: list[InputError] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), force_exclude: bool = False,
+             respect_gitignore: bool = True, max_file_size: int | None = None) -> Discovery:
+    """Expand `paths` (files or directories) into the files to scan. `root`: where globs are relative to."""
+    found = Discovery()
+    seen: set[str] = set()
+    ignore = GitIgnore() if respect_gitignore else None
+
+    def excluded(absolute: str) -> bool:
+        return bool(exclude) and matches_any(exclude, _relative(absolute, root))
+
+    def add(absolute: str, shown: str) -> None:
+        if absolute in seen:
+            return
+        seen.add(absolute)
+        if max_file_size is not None:
+            try:
+                size = os.stat(absolute).st_size
+            except OSError as err:
+                found.errors.append(InputError(shown, f"cannot read: {err.strerror or err}"))
+                return
+            if size > max_file_size:
+                found.notices.append(f"{shown}: skipped, {size} bytes is over the max-file-size limit of "
+                                     f"{max_file_size} bytes")
+                return
+        found.files.append(absolute)
+
+    for given in paths:
+        absolute = os.path.abspath(given)
+        if os.path.isdir(absolute):
+            if force_exclude and (excluded(absolute) or (ignore and ignore.ignored(absolute, is_dir=True, ancestors=True))):
+                continue
+            for file in _walk(absolute, excluded, ignore, found):
+                add(file, file)
+        elif os.path.exists(absolute) or os.path.islink(absolute):
+            if force_exclude and (excluded(absolute) or (ignore and ignore.ignored(absolute, is_dir=False, ancestors=True))):
+                continue
+            if not os.path.exists(absolute):
+                found.errors.append(InputError(given, "broken symbolic link or symlink loop"))
+                continue
+            add(absolute, given)
+        else:
+            found.errors.append(InputError(given, "no such file or directory"))
+    found.files.sort()
+    return found
+
+
+def _walk(top: str, excluded, ignore: GitIgnore | None, found: Discovery):
+    for current, dirs, files in os.walk(top, followlinks=False, onerror=None):
+        kept = []
+        for name in sorted(dirs):
+            path = os.path.join(current, name)
+            if name in SKIP_DIRS or name.endswith(".egg-info") or os.path.islink(path):
+                continue
+            if os.path.exists(os.path.join(path, "pyvenv.cfg")) or excluded(path):
+                continue
+            if ignore is not None and ignore.ignored(path, is_dir=True):
+                continue
+            kept.append(name)
+        dirs[:] = kept
+        for name in sorted(files):
+            if not name.endswith(SOURCE_SUFFIXES):
+                continue
+            path = os.path.join(current, name)
+            if excluded(path) or (ignore is not None and ignore.ignored(path, is_dir=False)):
+                continue
+            if not os.path.exists(path):  # broken link or a link loop: never followed forever
+                found.notices.append(f"{path}: skipped, broken symbolic link or symlink loop")
+                continue
+            yield path
+
+
+def _relative(absolute: str, root: str) -> str:
+    try:
+        return PurePath(os.path.relpath(absolute, root)).as_posix()
+    except ValueError:
+        return PurePath(absolute).as_posix()
+

@@ -1,0 +1,110 @@
+"""Analyse one file: read once, decode (PEP 263), pre-filter, parse once, one batched visit for all rules.
+
+`analyze_source` / `analyze_file` are pure functions of their arguments (no global state, no cwd lookups)
+and return a picklable `FileResult`, so a process pool or an on-disk cache can wrap them unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llmdoctor.report.model import Finding, InputError
+from llmdoctor.scan.catalog import Catalog
+from llmdoctor.scan.decoding import SourceError, decode_source
+from llmdoctor.scan.settings import ScanConfig
+from llmdoctor.scan.suppressions import ALL, file_ignores, parse_suppressions
+
+# method names whose second positional argument is a callable run in a worker thread
+OFFLOAD_METHODS = frozenset({"run_in_executor"})
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    parsed: bool = False  # False when the pre-filter (or an ignore-file comment) made parsing unnecessary
+    prefiltered: bool = False  # True when no enabled rule could fire on this text: not parsed
+    suppressed: int = 0  # findings silenced by noqa / ignore comments
+
+
+def analyze_file(path: str, catalog: Catalog, config: ScanConfig) -> FileResult:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as err:
+        return FileResult(path, errors=[InputError(path, f"cannot read: {err.strerror or err}")])
+    return analyze_source(path, data, catalog, config)
+
+
+def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig) -> FileResult:
+    result = FileResult(path)
+    try:
+        source = decode_source(data)
+    except SourceError as err:
+        result.errors.append(InputError(path, err.reason, err.line))
+        return result
+
+    from llmdoctor.scan.rules import rule_classes
+
+    classes = rule_classes()
+    silenced_file = file_ignores(source) if "llmdoctor:" in source else set()
+    if ALL in silenced_file:
+        return result
+    active = []
+    for rule_id, spec in sorted(catalog.rules.items()):
+        cls = classes.get(rule_id)
+        if cls is None or rule_id in silenced_file or not config.rule_enabled(rule_id, path):
+            continue
+        if cls.may_fire(spec, catalog, source):
+            active.append((cls, spec))
+    if not active:
+        result.prefiltered = True
+        return result
+
+    import libcst as cst
+
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as err:
+        result.errors.append(InputError(path, f"syntax error: {err.message}", err.raw_line or None))
+        return result
+    except (RecursionError, MemoryError, ValueError) as err:
+        result.errors.append(InputError(path, f"cannot parse: {type(err).__name__}: {err}"))
+        return result
+    result.parsed = True
+
+    from llmdoctor.scan.visitor import run_rules
+
+    pending = run_rules(module, active, catalog, OFFLOAD_METHODS)
+    if pending:
+        result.findings, result.suppressed = _positioned(path, module, source, pending, config)
+    return result
+
+
+def _positioned(path, module, source, pending, config: ScanConfig) -> tuple[list[Finding], int]:
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    suppressions = parse_suppressions(source)
+    findings, suppressed, seen = [], 0, set()
+    for item in pending:
+        where = positions[item.node]
+        lines = [where.start.line]
+        if item.statement is not None and item.statement in positions:
+            lines.append(positions[item.statement].start.line)
+        if suppressions.silences(item.rule, tuple(lines)):
+            suppressed += 1
+            continue
+        finding = Finding(
+            rule=item.rule, severity=config.severity_for(item.rule, item.severity), path=path,
+            line=where.start.line, column=where.start.column + 1,
+            end_line=where.end.line, end_column=where.end.column + 1,
+            message=item.message, fix=item.fix, extra=dict(item.extra),
+        )
+        key = (finding.rule, finding.line, finding.column, finding.message)
+        if key not in seen:
+            seen.add(key)
+            findings.append(finding)
+    findings.sort(key=Finding.sort_key)
+    return findings, suppressed

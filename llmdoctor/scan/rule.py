@@ -1,0 +1,84 @@
+"""Base class of a scan rule: one small class per rule module in `llmdoctor/scan/rules/`.
+
+A rule declares its id in `code` and implements libcst-style callbacks named after node types
+(`visit_Call(node)`, `leave_FunctionDef(node)`, ...). The engine calls them during ONE visit shared by
+all rules, after the shared semantic model (`self.context`) has been updated for the node (on visit)
+and before it is updated (on leave, so the scope being left is still `context.scope`).
+Callbacks return nothing: a rule cannot stop the traversal for the other rules.
+
+`self.report(node, message, ...)` records a finding; its position is computed later, only for nodes
+that were reported (positions are costly in libcst).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from llmdoctor.scan.catalog import Catalog, RuleSpec, Table
+    from llmdoctor.scan.semantic import SemanticModel
+
+
+@dataclass
+class PendingFinding:
+    rule: str
+    node: cst.CSTNode
+    statement: cst.CSTNode | None
+    message: str
+    severity: str
+    fix: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Rule:
+    code: ClassVar[str] = ""  # "LLM004": must match a rules/*.yaml id
+
+    def __init__(self, spec: "RuleSpec", catalog: "Catalog", context: "SemanticModel",
+                 sink: list[PendingFinding]) -> None:
+        self.spec = spec
+        self.catalog = catalog
+        self.context = context
+        self._sink = sink
+
+    # ------------------------------------------------------------------ prefilter
+
+    @classmethod
+    def required_literals(cls, spec: "RuleSpec", catalog: "Catalog") -> frozenset[str]:
+        """Strings that must ALL occur in a file for this rule to possibly fire (YAML `prefilter`)."""
+        return frozenset(spec.prefilter)
+
+    @classmethod
+    def any_literals(cls, spec: "RuleSpec", catalog: "Catalog") -> frozenset[str]:
+        """Strings of which ONE must occur: by default the root names of every entry of the rule's tables
+        (an entry `time.sleep` can only match in a file that mentions `time`). Empty = no condition."""
+        literals: set[str] = set()
+        for name in cls.prefilter_tables(spec):
+            literals |= catalog.table(name).literals()
+        return frozenset(literals)
+
+    @classmethod
+    def prefilter_tables(cls, spec: "RuleSpec") -> list[str]:
+        """Tables whose entries the rule looks for (override to add shared knowledge tables)."""
+        return list(spec.table_names)
+
+    @classmethod
+    def may_fire(cls, spec: "RuleSpec", catalog: "Catalog", source: str) -> bool:
+        if not all(literal in source for literal in cls.required_literals(spec, catalog)):
+            return False
+        any_of = cls.any_literals(spec, catalog)
+        return not any_of or any(literal in source for literal in any_of)
+
+    # ------------------------------------------------------------------ helpers
+
+    def table(self, name: str) -> "Table":
+        return self.catalog.table(name)
+
+    def report(self, node: cst.CSTNode, message: str, *, severity: str | None = None,
+               fix: str | None = None, **extra: Any) -> None:
+        self._sink.append(PendingFinding(
+            rule=self.code, node=node, statement=self.context.statement, message=message,
+            severity=severity or self.spec.severity, fix=fix, extra=extra,
+        ))

@@ -1,0 +1,132 @@
+"""`run_scan`: settings -> catalog -> discovery -> analyze every file -> one sorted Report.
+
+The analysis step is a plain function of (files, catalog, config) yielding FileResults; the default is
+serial. A parallel or cached runner passes its own `analyze` (same contract) without touching the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmdoctor.errors import UserError
+from llmdoctor.report.model import Report, display_path
+from llmdoctor.scan.catalog import Catalog, load_catalog
+from llmdoctor.scan.config import find_config, load_config
+from llmdoctor.scan.discovery import discover
+from llmdoctor.scan.engine import FileResult, analyze_file
+from llmdoctor.scan.settings import ScanConfig
+
+Analyze = Callable[[list[str], Catalog, ScanConfig], Iterable[FileResult]]
+
+
+@dataclass
+class ScanOptions:
+    """What the command line adds to (or overrides in) the project configuration."""
+
+    select: tuple[str, ...] = ()  # replaces the config's select when given
+    ignore: tuple[str, ...] = ()  # added to the config's ignore
+    exclude: tuple[str, ...] = ()  # added to the config's exclude (relative to the cwd)
+    force_exclude: bool = False
+    rules_dirs: tuple[str, ...] = ()  # added to the config's rules-dir
+    config_path: str | None = None  # explicit config file; None = find the nearest
+    isolated: bool = False  # ignore every config file
+    respect_gitignore: bool | None = None
+    max_file_size: int | None = None
+    cwd: str | None = None
+
+
+def analyze_serial(files: list[str], catalog: Catalog, config: ScanConfig) -> Iterable[FileResult]:
+    for path in files:
+        yield analyze_file(path, catalog, config)
+
+
+@dataclass
+class ScanPlan:
+    config: ScanConfig
+    catalog: Catalog
+    files: list[str]
+    report: Report  # holds discovery errors and notices; results are added to it
+
+
+def prepare_scan(paths: list[str], options: ScanOptions) -> ScanPlan:
+    cwd = options.cwd or os.getcwd()
+    paths = [os.path.join(cwd, p) for p in (paths or ["."])]
+    config = _settings(paths, options, cwd)
+    catalog = load_catalog(config.rules_dirs)
+    _check_rule_ids(config, catalog, options)
+    found = discover(paths, root=config.root, exclude=config.exclude, force_exclude=options.force_exclude,
+                     respect_gitignore=config.respect_gitignore, max_file_size=config.max_file_size)
+    report = Report(command="scan")
+    for error in found.errors:
+        report.errors.append(dataclasses.replace(error, path=display_path(error.path, Path(cwd))))
+    report.notices.extend(found.notices)
+    report.rules = [spec.info() for rule_id, spec in sorted(catalog.rules.items())
+                    if config.rule_enabled(rule_id, "")]
+    return ScanPlan(config=config, catalog=catalog, files=found.files, report=report)
+
+
+def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Analyze | None = None) -> Report:
+    options = options or ScanOptions()
+    plan = prepare_scan(paths, options)
+    cwd = Path(options.cwd or os.getcwd())
+    report = plan.report
+    parsed = prefiltered = suppressed = 0
+    for result in (analyze or analyze_serial)(plan.files, plan.catalog, plan.config):
+        shown = display_path(result.path, cwd)
+        report.findings.extend(dataclasses.replace(f, path=shown) for f in result.findings)
+        report.errors.extend(dataclasses.replace(e, path=shown) for e in result.errors)
+        parsed += result.parsed
+        prefiltered += result.prefiltered
+        suppressed += result.suppressed
+    report.files_checked = len(plan.files)
+    report.summary_extra = {"parsed": parsed, "prefiltered": prefiltered, "suppressed": suppressed}
+    return report.sorted()
+
+
+def _settings(paths: list[str], options: ScanOptions, cwd: str) -> ScanConfig:
+    if options.isolated:
+        config = ScanConfig(root=cwd)
+    else:
+        source = options.config_path and os.path.join(cwd, options.config_path)
+        config = load_config(Path(source) if source else find_config(paths[0]))
+        if not config.root:
+            config = dataclasses.replace(config, root=cwd)
+    changes: dict = {}
+    if options.select:
+        changes["select"] = tuple(s.upper() for s in options.select)
+    if options.ignore:
+        changes["ignore"] = config.ignore + tuple(i.upper() for i in options.ignore)
+    if options.exclude:
+        # command-line globs are relative to the cwd: anchor them there when the config root differs
+        extra = []
+        for glob in options.exclude:
+            if "/" in glob.strip("/") and os.path.abspath(cwd) != config.root:
+                glob = os.path.relpath(os.path.join(cwd, glob), config.root)
+            extra.append(glob)
+        changes["exclude"] = config.exclude + tuple(extra)
+    if options.rules_dirs:
+        changes["rules_dirs"] = config.rules_dirs + tuple(os.path.join(cwd, d) for d in options.rules_dirs)
+    if options.respect_gitignore is not None:
+        changes["respect_gitignore"] = options.respect_gitignore
+    if options.max_file_size is not None:
+        changes["max_file_size"] = options.max_file_size
+    return dataclasses.replace(config, **changes) if changes else config
+
+
+def _check_rule_ids(config: ScanConfig, catalog: Catalog, options: ScanOptions) -> None:
+    where = f" in {config.source}" if config.source else ""
+    checks = [
+        ("--select" if options.select else f"select{where}", config.select),
+        ("ignore" + (where or " (--ignore)"), config.ignore),
+        (f"per-file-ignores{where}", tuple(i for _, ids in config.per_file_ignores for i in ids)),
+        (f"severity{where}", tuple(rid for rid, _ in config.severity)),
+    ]
+    known = sorted(catalog.rules)
+    for label, ids in checks:
+        for rule_id in ids:
+            if not any(k.startswith(rule_id) for k in known):
+                raise UserError(f"{label}: unknown rule {rule_id!r}; known rules: {', '.join(known)}")
