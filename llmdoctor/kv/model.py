@@ -39,7 +39,7 @@ def resolve_dtypes(arch: ModelArch, config: dict, dtype: str, kv_dtype: str) -> 
 
 
 def _activation_dtype(arch: ModelArch) -> str:
-    return {"float32": "fp32", "float16": "fp16"}.get(arch.torch_dtype or "", "bf16")
+    return {"float16": "fp16"}.get(arch.torch_dtype or "", "bf16")
 
 
 def make_shape(arch: ModelArch, kv_dtype: str, tp: int) -> KVShape:

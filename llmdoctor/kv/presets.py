@@ -83,8 +83,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         "text_config": {
             "model_type": "gemma3_text", "hidden_size": 5376, "intermediate_size": 21504,
             "num_hidden_layers": 62, "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
-            "vocab_size": 262208, "sliding_window": 1024, "sliding_window_pattern": 6,
-            "max_position_embeddings": 131072}},
+            "vocab_size": 262208, "sliding_window": 1024, "sliding_window_pattern": 6}},
         note="language model only (Gemma 3 report: 1,416M embedding + 25,600M non-embedding); "
              "the 417M SigLIP vision tower is not counted"),
     Preset("phi-3-mini", "microsoft/Phi-3-mini-4k-instruct", 3.82e9, {

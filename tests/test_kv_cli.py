@@ -1,0 +1,133 @@
+"""`llmdoctor kv-budget` end to end, as the on-call engineer runs it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES
+
+GIB = 1024**3
+
+
+def _json(result):
+    assert "Traceback" not in result.stderr
+    return json.loads(result.stdout)
+
+
+def test_json_keys_llama_70b_tp4(cli):
+    r = cli("kv-budget", "--model", "llama-3.1-70b", "--tp", "4", "--bs", "16", "--seq", "4096",
+            "--format", "json")
+    assert r.returncode == 0
+    data = _json(r)
+    # 8 kv heads / tp 4 = 2 per GPU: 2 × 2 × 128 × 2 B × 80 layers = 81,920 B per token per GPU
+    assert data["kv_bytes_per_token"] == 81_920
+    assert data["kv_bytes_per_token_per_layer"] == 1_024
+    assert data["kv_bytes_total"] == 16 * 4096 * 81_920  # 4096 is a whole number of blocks: 5 GiB
+    assert data["weights_bytes"] == 70_553_706_496 * 2
+    assert "kv_cache_tokens" not in data  # no memory figure given
+
+
+def test_kv_mem_gives_vllm_figures_and_grid(cli):
+    r = cli("kv-budget", "--model", "llama-3.1-8b", "--bs", "4", "--seq", "32768", "--kv-mem", "16GiB",
+            "--format", "json")
+    assert r.returncode == 0
+    data = _json(r)
+    # 16 GiB / (16 × 128 KiB per block) = 8192 blocks = 131,072 tokens; 8192 / 2048 blocks per request = 4x
+    assert data["kv_cache_tokens"] == 131_072
+    assert data["max_concurrency"] == 4.0
+    assert data["fits"] is True and data["headroom_bytes"] == 0
+    assert data["max_batch"] == 4 and data["max_seq"] == 32_768
+    assert data["vllm_log"] == ["GPU KV cache size: 131,072 tokens",
+                                "Maximum concurrency for 32,768 tokens per request: 4.00x"]
+    grid = data["grid"]
+    row = grid["cells"][grid["batches"].index(4)]
+    assert row[grid["seqs"].index(32768)] == "tight" and row[grid["seqs"].index(65536)] == "no"
+
+
+def test_does_not_fit_exits_1_with_text_grid(cli):
+    r = cli("kv-budget", "--model", "llama-3.1-8b", "--bs", "64", "--seq", "32768", "--kv-mem", "40GiB")
+    assert r.returncode == 1
+    assert "does not fit" in r.stdout
+    assert "GPU KV cache size: 327,680 tokens" in r.stdout  # 40 GiB / 2 MiB = 20,480 blocks × 16
+    assert "+ fits, ~ tight" in r.stdout and "x" in r.stdout
+
+
+def test_gpu_mem_follows_vllm_budget(cli):
+    r = cli("kv-budget", "--model", "llama-3.1-8b", "--seq", "8192", "--gpu-mem", "80GiB", "--utilization",
+            "0.9", "--overhead", "2GiB", "--format", "json")
+    data = _json(r)
+    expected = int(80 * GIB * 0.9) - 8_030_261_248 * 2 - 2 * GIB
+    assert data["kv_memory_bytes"] == expected
+    assert data["memory"]["weights_per_gpu"] == 8_030_261_248 * 2
+
+
+def test_weights_alone_too_big(cli):
+    r = cli("kv-budget", "--model", "llama-3.1-405b", "--gpu-mem", "80GB")
+    assert r.returncode == 1 and "does not fit" in r.stdout
+
+
+def test_sliding_window_savings_reported(cli):
+    r = cli("kv-budget", "--model", "gemma-2-9b", "--seq", "8192", "--format", "json")
+    data = _json(r)
+    # 21 sliding layers × (8192 − 4096) tokens × 8192 B saved
+    assert data["sliding_window_savings_bytes"] == 21 * 4096 * 8192
+    assert data["architecture"]["sliding_layers"] == 21
+
+
+def test_config_file_and_kv_dtype(cli):
+    r = cli("kv-budget", "--config", str(FIXTURES / "models" / "deepseek-v3"), "--kv-dtype", "fp8",
+            "--tp", "8", "--format", "json")
+    data = _json(r)
+    assert data["kv_bytes_per_token"] == 576 * 61  # MLA latent, 1 byte, not sharded
+    assert data["settings"]["dtype"] == "fp8"
+
+
+def test_list_models(cli):
+    r = cli("kv-budget", "--list-models")
+    assert r.returncode == 0
+    for name in ("llama-3.1-405b", "deepseek-v3", "gemma-3-27b", "phi-3-mini"):
+        assert name in r.stdout
+    data = _json(cli("kv-budget", "--list-models", "--format", "json"))
+    assert len(data["models"]) == 12
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--model", "llama-3-70b"), "did you mean llama-3.1-70b"),
+    (("--model", "llama-3.1-8b", "--kv-mem", "0"), "--kv-mem: the size must be positive"),
+    (("--model", "llama-3.1-8b", "--kv-mem", "lots"), "--kv-mem: cannot read 'lots'"),
+    (("--model", "llama-3.1-8b", "--gpu-mem", "80G"), "--gpu-mem: unknown unit"),
+    (("--model", "llama-3.1-8b", "--utilization", "1.5", "--gpu-mem", "80GB"), "--utilization"),
+    (("--model", "llama-3.1-8b", "--kv-mem", "1GiB", "--gpu-mem", "80GB"), "either --kv-mem or --gpu-mem"),
+    (("--model", "llama-3.1-8b", "--tp", "3"), "do not split evenly"),
+    (("--model", "llama-3.1-8b", "--kv-dtype", "fp4"), "--kv-dtype"),
+    (("--config", "/no/such/dir"), "does not exist"),
+    ((), "give --model"),
+])
+def test_bad_input_exit_2(cli, args, needle):
+    r = cli("kv-budget", *args)
+    assert r.returncode == 2
+    assert needle.lower() in r.stderr.lower()
+    assert "Traceback" not in r.stderr
+
+
+def test_bad_config_names_key(cli, tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 4096, "num_attention_heads": 32}))
+    r = cli("kv-budget", "--config", str(tmp_path))
+    assert r.returncode == 2 and "num_hidden_layers" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "config.json").write_text("{ not json")
+    r = cli("kv-budget", "--config", str(tmp_path / "config.json"))
+    assert r.returncode == 2 and "invalid JSON" in r.stderr
+
+
+def test_kv_budget_imports_no_heavy_library():
+    code = (
+        "import sys\n"
+        "from llmdoctor.cli import main\n"
+        "rc = main(['kv-budget', '--model', 'llama-3.1-8b', '--kv-mem', '40GiB', '--format', 'json'])\n"
+        "heavy = sorted(m for m in ('libcst', 'httpx', 'tiktoken', 'pynvml') if m in sys.modules)\n"
+        "print('HEAVY', heavy, rc, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "HEAVY [] 0" in proc.stderr, proc.stderr
