@@ -95,7 +95,10 @@ class Table:
         out = set()
         for entry in self.entries:
             root = entry.root
-            out.add(root if "*" not in root else "")
+            if root == "builtins":  # `open(...)` is written without its module
+                out.add(entry.name.rsplit(".", 1)[-1])
+            else:
+                out.add(root if "*" not in root else "")
         return out
 
 
