@@ -1,9 +1,156 @@
-"""`llmdoctor probe` command: options and rendering only; the work lives in its own module."""
+"""`llmdoctor probe URL`: options and rendering only; the work lives in `llmdoctor.probe`."""
 
 from __future__ import annotations
 
 import typer
 
+OPENAI_PROMPT = "Count from 1 to 30, one number per line, nothing else."
+OPENAI_MAX_TOKENS = 120
+
 
 def register(app: typer.Typer) -> None:
-    """Add the command to the app. (Not implemented yet: see the issue for `probe`.)"""
+    app.command("probe")(probe)
+
+
+def probe(
+    url: str = typer.Argument(..., help="The endpoint to probe, e.g. https://llm.example.com/v1/chat/completions."),
+    method: str = typer.Option(None, "--method", "-X", help="HTTP method (default GET, or POST with a body)."),
+    header: list[str] = typer.Option(None, "--header", "-H", help="A request header 'Name: value' "
+                                     "(repeatable). Secret values never appear in the output."),
+    data: str = typer.Option(None, "--data", "-d", help="Request body, as is; @FILE reads a file, @- stdin."),
+    json_body: str = typer.Option(None, "--json", help="JSON request body (validated, sent with Content-Type: "
+                                  "application/json); @FILE reads a file, @- stdin."),
+    openai: str = typer.Option(None, "--openai", metavar="MODEL", help="Probe an OpenAI-compatible endpoint: "
+                               "POST a streaming chat-completions request for MODEL (a base URL gets "
+                               "/chat/completions appended); a stream without `data: [DONE]` is truncated."),
+    trials: int = typer.Option(1, "--trials", min=1, max=50, help="Repeat the probe N times and vote."),
+    timeout: float = typer.Option(30.0, "--timeout", help="Seconds each trial may take, connection included; "
+                                  "the recording stops there."),
+    min_events: int = typer.Option(5, "--min-events", min=2, help="Events needed for a verdict (fewer: "
+                                   "inconclusive)."),
+    fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
+) -> None:
+    """Measure whether a live endpoint streams: time to headers, each read, each event; verdict and fix.
+
+    Exit 0 streamed; 1 buffered, coalesced or truncated; 2 could not probe, or inconclusive.
+    """
+    import sys
+
+    from llmdoctor.errors import UserError
+
+    if fmt not in ("text", "json"):
+        raise UserError(f"--format: {fmt!r} is not one of text, json")
+    if not timeout > 0:
+        raise UserError(f"--timeout must be more than 0 seconds (got {timeout:g})")
+    bodies = [name for name, value in (("--data", data), ("--json", json_body), ("--openai", openai)) if value]
+    if len(bodies) > 1:
+        raise UserError(f"give one request body: {' and '.join(bodies)} were both given")
+    headers = parse_headers(header or [])
+    content: bytes | None = None
+    expect_done = False
+    if data is not None:
+        content = read_body(data, "--data")
+    elif json_body is not None:
+        content = _valid_json(read_body(json_body, "--json"))
+        _default_header(headers, "Content-Type", "application/json")
+    elif openai is not None:
+        url = openai_url(url)
+        content = openai_body(openai)
+        _default_header(headers, "Content-Type", "application/json")
+        _default_header(headers, "Accept", "text/event-stream")
+        expect_done = True
+    chosen_method = (method or ("POST" if content is not None else "GET")).upper()
+
+    from llmdoctor.probe import run_probe
+    from llmdoctor.probe.render import render_text, to_json
+
+    result = run_probe(url, method=chosen_method, headers=headers, content=content, timeout=timeout,
+                       min_events=min_events, trials=trials, expect_done=expect_done)
+    if fmt == "json":
+        sys.stdout.write(to_json(result) + "\n")
+    else:
+        render_text(result, sys.stdout)
+    raise typer.Exit(result.exit_code)
+
+
+def parse_headers(values: list[str]) -> list[tuple[str, str]]:
+    import re
+
+    from llmdoctor.errors import UserError
+
+    headers = []
+    for value in values:
+        name, colon, rest = value.partition(":")
+        if not colon or not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name.strip()):
+            shown = name.strip()[:40] or value[:40]
+            raise UserError(f"-H/--header {shown!r}...: expected 'Name: value', e.g. -H 'Authorization: Bearer $KEY'")
+        if any(ch in rest for ch in "\r\n\0"):
+            raise UserError(f"-H/--header {name.strip()!r}: the value contains a line break")
+        headers.append((name.strip(), rest.strip()))
+    return headers
+
+
+def read_body(value: str, option: str) -> bytes:
+    import sys
+    from pathlib import Path
+
+    from llmdoctor.errors import UserError
+
+    if value == "@-":
+        return sys.stdin.buffer.read()
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            return path.read_bytes()
+        except OSError as err:
+            raise UserError(f"{option} {value}: cannot read {path}: {err.strerror or err}") from None
+    return value.encode("utf-8")
+
+
+def _valid_json(content: bytes) -> bytes:
+    import json
+
+    from llmdoctor.errors import UserError
+
+    try:
+        json.loads(content)
+    except ValueError as err:
+        raise UserError(f"--json: not valid JSON ({err})") from None
+    return content
+
+
+def _default_header(headers: list[tuple[str, str]], name: str, value: str) -> None:
+    if all(existing.lower() != name.lower() for existing, _ in headers):
+        headers.append((name, value))
+
+
+def openai_url(url: str) -> str:
+    """A base URL (`http://host:8000`, `.../v1`) gets the chat-completions path; a full one is kept."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url  # run_probe reports the bad URL
+    path = parts.path.rstrip("/")
+    if path.endswith("/chat/completions"):
+        return url
+    if path == "":
+        path = "/v1/chat/completions"
+    elif path.endswith("/v1"):
+        path += "/chat/completions"
+    else:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, parts.fragment))
+
+
+def openai_body(model: str) -> bytes:
+    import json
+
+    return json.dumps({
+        "model": model,
+        "messages": [{"role": "user", "content": OPENAI_PROMPT}],
+        "stream": True,
+        "max_tokens": OPENAI_MAX_TOKENS,
+        "temperature": 0,
+    }).encode("utf-8")

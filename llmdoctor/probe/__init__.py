@@ -115,6 +115,8 @@ class ProbeResult:
     trials: list[Trial]
     verdict: str
     votes: dict[str, int]
+    request_headers: list[tuple[str, str]] = field(default_factory=list)  # as sent, secrets redacted
+    body_bytes: int = 0  # the request body's size (the body itself is never shown)
     secrets: list[str] = field(default_factory=list, repr=False)
 
     @property
@@ -155,6 +157,10 @@ class ProbeResult:
         return {
             "url": self.url,
             "method": self.method,
+            "request": {
+                "headers": {name: scrub(value, self.secrets) for name, value in self.request_headers},
+                "body_bytes": self.body_bytes,
+            },
             "verdict": self.verdict,
             "reason": trial["reason"],
             "layer": trial["layer"],
@@ -241,4 +247,5 @@ def run_probe(
         done.append(Trial(rec, analysis, diagnose(rec, analysis), secrets))
     verdict, votes = vote([t.verdict for t in done])
     return ProbeResult(url=shown, method=request.method, trials=done, verdict=verdict, votes=votes,
+                       request_headers=redact_headers(header_list), body_bytes=len(body or b""),
                        secrets=secrets)

@@ -69,9 +69,9 @@ def diagnose(rec: Recording, analysis: Analysis) -> Diagnosis:
         if nginx:
             diag.layer = "nginx (response buffering)"
             diag.fixes = [
-                "in the nginx location that proxies this URL: `proxy_buffering off;` — or have the upstream "
+                ("in the nginx location that proxies this URL: `proxy_buffering off;` — or have the upstream "
                 "send the response header `X-Accel-Buffering: no` (and keep X-Accel-Buffering out of "
-                "`proxy_ignore_headers`)",
+                "`proxy_ignore_headers`)"),
                 "`proxy_http_version 1.1;` so the upstream answers chunked and each chunk is passed on",
                 "check the config statically: `llmdoctor nginx /etc/nginx/nginx.conf`",
             ]
@@ -81,31 +81,31 @@ def diagnose(rec: Recording, analysis: Analysis) -> Diagnosis:
                                   "`proxy_http_version` before nginx 1.29.7)")
         elif gzip:
             diag.layer = "compression (Content-Encoding " + (rec.header("content-encoding") or "") + ")"
-            diag.fixes = ["turn compression off for text/event-stream (nginx: keep it out of `gzip_types`), or "
-                          "flush the compressor after each event"]
+            diag.fixes = [("turn compression off for text/event-stream (nginx: keep it out of `gzip_types`), or "
+                          "flush the compressor after each event")]
         elif proxies:
             diag.layer = proxies[0]
-            diag.fixes = [f"turn off response buffering for this route in {proxies[0]}, or send "
-                          "`X-Accel-Buffering: no` and `Cache-Control: no-cache` from the application"]
+            diag.fixes = [(f"turn off response buffering for this route in {proxies[0]}, or send "
+                          "`X-Accel-Buffering: no` and `Cache-Control: no-cache` from the application")]
         elif prints:
             diag.layer = prints[0]
-            diag.fixes = ["the application sends the events together: make sure it yields each event as it is "
-                          "produced (and that the request asks for streaming, e.g. \"stream\": true)"]
+            diag.fixes = [("the application sends the events together: make sure it yields each event as it is "
+                          "produced (and that the request asks for streaming, e.g. \"stream\": true)")]
         else:
             diag.layer = "unknown (no Server header)"
-            diag.fixes = ["find the layer that holds the response: probe the application directly (its own "
-                          "port), then each proxy in front of it; for nginx set `proxy_buffering off;`"]
+            diag.fixes = [("find the layer that holds the response: probe the application directly (its own "
+                          "port), then each proxy in front of it; for nginx set `proxy_buffering off;`")]
     elif analysis.verdict == TRUNCATED:
         gap = _stall_before_end(rec)
         if gap is not None and gap >= READ_TIMEOUT_GAP_S:
             diag.layer = "nginx (proxy_read_timeout)" if nginx else "a proxy's read timeout"
-            diag.fixes = [f"the stream stalled {gap:.0f} s before it was cut, like a proxy read timeout: raise it "
+            diag.fixes = [(f"the stream stalled {gap:.0f} s before it was cut, like a proxy read timeout: raise it "
                           "above the longest first-token delay or pause (nginx: `proxy_read_timeout 300s;`, "
-                          "default 60 s)"]
+                          "default 60 s)")]
         else:
             diag.layer = proxies[0] if proxies else (prints[0] if prints else None)
-            diag.fixes = ["something closed the stream before its end: check the application's logs for an "
-                          "error, and each proxy's timeouts and body-size limits"]
+            diag.fixes = [("something closed the stream before its end: check the application's logs for an "
+                          "error, and each proxy's timeouts and body-size limits")]
     return diag
 
 

@@ -77,10 +77,7 @@ class Recording:
 def record(request: ProbeRequest) -> Recording:
     """Run the request to the end or to the timeout. Raise UserError if no response headers arrived."""
     rec = Recording()
-    try:
-        asyncio.run(_bounded(request, rec))
-    except KeyboardInterrupt:
-        raise
+    asyncio.run(_bounded(request, rec))
     return rec
 
 
@@ -113,6 +110,7 @@ async def _exchange(request: ProbeRequest, rec: Recording) -> None:
 
     timeout = httpx.Timeout(request.timeout)
     async with httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False) as client:
+        started = time.perf_counter()  # the clock starts with the request, after the client's setup
         built = client.build_request(
             request.method, request.url, headers=request.headers, content=request.content,
             extensions={"trace": trace},

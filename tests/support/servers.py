@@ -36,6 +36,7 @@ answer the same stream. Options (all keyword):
                          content_length_extra=N declares N bytes more than it sends, then closes
     close_after=None     after this many events, close the connection abruptly (no terminating chunk)
     status="200 OK"
+    content_type=None    override the Content-Type header (default text/event-stream or application/x-ndjson)
 
 Named presets of misbehaving streams (each a PacedSSEServer; keyword options override the preset):
 `ClosesEarlyServer` (close_after=3), `BufferedServer` (hold="all"), `CoalescedServer` (burst=5),
@@ -274,6 +275,7 @@ class PacedSSEServer(_Server):
         content_length_extra: int = 0,
         close_after: int | None = None,
         status: str = "200 OK",
+        content_type: str | None = None,
     ) -> None:
         super().__init__()
         if event_format not in ("sse", "ndjson"):
@@ -297,6 +299,7 @@ class PacedSSEServer(_Server):
         self.content_length_extra = content_length_extra
         self.close_after = close_after
         self.status = status
+        self.content_type = content_type
 
     @property
     def total_events(self) -> int:
@@ -354,9 +357,10 @@ class PacedSSEServer(_Server):
                     piece += compressor.flush(zlib.Z_FINISH)
                 encoded.append(piece)
             payloads = encoded
-        content_type = "text/event-stream" if self.event_format == "sse" else "application/x-ndjson"
+        content_type = self.content_type or (
+            "text/event-stream; charset=utf-8" if self.event_format == "sse" else "application/x-ndjson")
         headers = [("date", "Mon, 30 Nov 2026 00:00:00 GMT"), ("server", "uvicorn"),
-                   ("content-type", f"{content_type}; charset=utf-8")]
+                   ("content-type", content_type)]
         if self.cache_control:
             headers.append(("cache-control", self.cache_control))
         if self.accel_buffering:
