@@ -56,8 +56,8 @@ class NVMLLibraryMismatchError(Exception):
 
 
 class NVMLError(Exception):
-    _valClassMapping: dict = {}
-    _errcode_to_string = {
+    _valClassMapping: dict = {}  # noqa: RUF012 - as in pynvml
+    _errcode_to_string = {  # noqa: RUF012 - as in pynvml
         NVML_ERROR_NOT_SUPPORTED: "Not Supported",
         NVML_ERROR_NO_PERMISSION: "Insufficient Permissions",
         NVML_ERROR_NOT_FOUND: "Not Found",
@@ -77,7 +77,7 @@ class NVMLError(Exception):
         return obj
 
     def __str__(self):
-        return self._errcode_to_string.get(self.value, "NVML Error with code %d" % self.value)
+        return self._errcode_to_string.get(self.value, f"NVML Error with code {self.value}")
 
     def __eq__(self, other):
         return self.value == other.value

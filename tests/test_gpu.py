@@ -2,9 +2,9 @@
 
 import copy
 
+import fake_pynvml as nvml
 import pytest
 
-import fake_pynvml as nvml
 from llmdoctor.gpu import NvmlUnavailable, collect, describe_error, plan
 from llmdoctor.kv.budget import KVShape, vllm_layout
 from llmdoctor.kv.presets import PRESETS

@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from test_gpu import TWO_GPUS
 
 HERE = Path(__file__).resolve().parent
@@ -15,12 +14,14 @@ HERE = Path(__file__).resolve().parent
 def _real_nvml_available() -> bool:
     try:
         import pynvml
-
-        pynvml.nvmlInit()
-        pynvml.nvmlShutdown()
-        return True
-    except Exception:
+    except ImportError:
         return False
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    pynvml.nvmlShutdown()
+    return True
 
 
 @pytest.fixture

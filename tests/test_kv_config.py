@@ -3,13 +3,12 @@
 import json
 
 import pytest
+from conftest import FIXTURES
 
 from llmdoctor.errors import UserError
 from llmdoctor.kv.arch import arch_from_config, load_config_file
 from llmdoctor.kv.budget import model_dtype
 from llmdoctor.kv.presets import PRESETS, get_preset
-
-from conftest import FIXTURES
 
 FAMILIES = {  # fixture folder → preset; one per family: Llama, Qwen2, Mistral, Mixtral, Gemma2, Gemma3, DSV3, Phi-3
     "llama-3.1-8b": "llama-3.1-8b",

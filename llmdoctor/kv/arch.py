@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llmdoctor.errors import UserError
 
@@ -220,7 +219,7 @@ def arch_from_config(config: dict, source: str, name: str | None = None) -> Mode
             first_dense_layers=cfg.get("first_k_dense_replace") or 0,
             router_bias=cfg.get("topk_method") == "noaux_tc",
         )
-    gemma = model_type.startswith("gemma2") or model_type.startswith("gemma3")
+    gemma = model_type.startswith(("gemma2", "gemma3"))
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
     return ModelArch(
         name=name or str(cfg.get("_name_or_path") or model_type or source),
@@ -240,6 +239,6 @@ def arch_from_config(config: dict, source: str, name: str | None = None) -> Mode
         qkv_bias=model_type == "qwen2",
         attention_bias=bool(cfg.get("attention_bias")) and model_type != "qwen2",
         norms_per_layer=4 if gemma else 2,
-        qk_norm=model_type.startswith("gemma3") or model_type.startswith("qwen3"),
+        qk_norm=model_type.startswith(("gemma3", "qwen3")),
         max_position=cfg.get("max_position_embeddings"),
     )

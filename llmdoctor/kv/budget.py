@@ -16,6 +16,7 @@ vLLM figures follow vllm/v1/core/kv_cache_utils.py and vllm/v1/kv_cache_interfac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 from llmdoctor.kv.arch import ModelArch
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
