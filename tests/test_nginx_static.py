@@ -275,10 +275,11 @@ def test_cli_json_schema(cli):
 def test_cli_sarif_and_github(cli):
     sarif = json.loads(cli("nginx", str(FIXTURES / "rules" / "ngx005_hit.conf"), "--format", "sarif").stdout)
     run = sarif["runs"][0]
-    assert run["results"][0]["ruleId"] == "NGX005"
+    assert [r["ruleId"] for r in run["results"]] == ["NGX001", "NGX005", "NGX005"]
+    assert [r["level"] for r in run["results"]] == ["warning", "error", "note"]
     assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {f"NGX00{n}" for n in range(1, 8)}
     github = cli("nginx", str(FIXTURES / "rules" / "ngx005_hit.conf"), "--format", "github").stdout
-    assert github.startswith("::error file=") and ",line=11," in github
+    assert github.splitlines()[1].startswith("::error file=") and ",line=13," in github
 
 
 def test_cli_reads_a_dump_from_stdin(cli):
@@ -324,10 +325,10 @@ def test_cli_missing_file_exits_2(cli, tmp_path):
 
 def test_cli_syntax_error_exits_2_and_other_inputs_are_still_reported(cli):
     result = cli("nginx", str(FIXTURES / "malformed" / "unbalanced.conf"),
-                 str(FIXTURES / "rules" / "ngx005_hit.conf"), "--format", "json")
+                 str(FIXTURES / "rules" / "ngx002_hit.conf"), "--format", "json")
     assert result.returncode == 2
     data = json.loads(result.stdout)
-    assert [f["rule"] for f in data["findings"]] == ["NGX005"]
+    assert [f["rule"] for f in data["findings"]] == ["NGX002", "NGX001"]
     assert data["errors"][0]["line"] == 8
     assert data["errors"][0]["path"].endswith("unbalanced.conf")
 

@@ -50,7 +50,8 @@ RULES = [
     RuleInfo("NGX004", "gzip-event-stream", "warning",
              "gzip applies to text/event-stream in a streamed location."),
     RuleInfo("NGX005", "cached-stream", "error",
-             "proxy_cache is enabled on a streamed location: whole bodies are stored and replayed."),
+             "proxy_cache is enabled on a streamed location: whole bodies are stored and replayed (with "
+             "buffering on; with buffering off nothing is stored)."),
     RuleInfo("NGX006", "no-op-streaming-fix", "warning",
              "A line that looks like a streaming fix but does not stop response buffering."),
     RuleInfo("NGX007", "list-directive-not-inherited", "warning",
@@ -167,10 +168,18 @@ def ngx005(unit: Unit, options: Options) -> Iterator[Hit]:
     stmt = unit.level.single(name)
     if stmt is None or stmt.args[:1] == ["off"]:
         return
-    yield Hit("NGX005", "error", stmt,
-              f"`{stmt.text()}` caches {unit.label()}: nginx stores whole responses and replays a cached one "
-              "as a single burst, and a stream of generated tokens is not the same twice.",
-              f"`{name} off;` in {unit.label()}")
+    on, _ = buffering_on(unit)
+    fix = f"`{name} off;` in {unit.label()}"
+    if on:
+        yield Hit("NGX005", "error", stmt,
+                  f"`{stmt.text()}` caches {unit.label()}: nginx stores whole responses and replays a cached one "
+                  "as a single burst without asking the upstream, and a stream of generated tokens is not the "
+                  "same twice.", fix)
+    else:
+        yield Hit("NGX005", "info", stmt,
+                  f"`{stmt.text()}` is set for {unit.label()}, where {unit.directive('buffering')} is off: nginx "
+                  "then stores nothing (every request goes to the upstream), but turning buffering back on would "
+                  "start replaying cached streams.", fix)
 
 
 _NO_OP_REASONS = {
