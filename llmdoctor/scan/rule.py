@@ -77,8 +77,10 @@ class Rule:
         return self.catalog.table(name)
 
     def report(self, node: cst.CSTNode, message: str, *, severity: str | None = None,
-               fix: str | None = None, **extra: Any) -> None:
+               fix: str | None = None, statement: cst.CSTNode | None = None, **extra: Any) -> None:
+        """Record a finding on `node`. `statement`: the statement holding it when reporting later than
+        its visit (e.g. from a leave_FunctionDef); by default the statement being visited."""
         self._sink.append(PendingFinding(
-            rule=self.code, node=node, statement=self.context.statement, message=message,
+            rule=self.code, node=node, statement=statement or self.context.statement, message=message,
             severity=severity or self.spec.severity, fix=fix, extra=extra,
         ))

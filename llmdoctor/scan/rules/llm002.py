@@ -1,0 +1,201 @@
+"""LLM002: a tokenizer built (or first looked up) inside a function that runs per call.
+
+Decided when the function is left: a tokenizer the function hands out (returns, yields, stores on an
+attribute, in a subscript, a global or a container) makes it a factory, which is not reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.semantic import Scope
+
+CONSTRUCTORS = "tokenizer_constructors"
+LOOKUPS = "tokenizer_lookups"
+
+
+@dataclass
+class _Candidate:
+    call: cst.Call
+    statement: cst.CSTNode | None
+    callee: str
+    lookup: bool
+    cost: str | None
+    bound_to: str | None = None
+
+
+@dataclass
+class _Frame:
+    scope: Scope
+    candidates: list[_Candidate] = field(default_factory=list)
+    escaped_names: set[str] = field(default_factory=set)
+    escaped_calls: set[int] = field(default_factory=set)
+    global_names: set[str] = field(default_factory=set)
+
+
+class TokenizerPerCall(Rule):
+    code = "LLM002"
+
+    @classmethod
+    def prefilter_tables(cls, spec):
+        return [CONSTRUCTORS, LOOKUPS]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._frames: list[_Frame] = []
+        self._open: list[int] = []  # candidate calls being visited (to skip nested ones)
+        self._assigned_to: dict[int, str] = {}  # id(call) -> local name it is assigned to
+        self._storing = self.table("storing_methods")
+        self._skip_functions = self.table("run_once_functions")
+        self._skip_decorators = [self.table("cache_decorators"), self.table("startup_decorators")]
+
+    # -------------------------------------------------------------- function frames
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._frames.append(_Frame(self.context.scope))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._finish(self._frames.pop())
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        frame = _Frame(self.context.scope)
+        self._frames.append(frame)
+        self._escape(node.body, frame, top=True)
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self._finish(self._frames.pop())
+
+    # -------------------------------------------------------------- what escapes
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._note_assignment([t.target for t in node.targets], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._note_assignment([node.target], node.value)
+
+    def _note_assignment(self, targets, value) -> None:
+        if not self._frames:
+            return
+        frame = self._frames[-1]
+        stored = False
+        for target in targets:
+            if isinstance(target, cst.Name):
+                if target.value in frame.global_names:
+                    stored = True
+                elif isinstance(value, cst.Call):
+                    self._assigned_to[id(value)] = target.value
+            else:  # self.x = ..., cache[k] = ..., a, b = ...
+                stored = True
+        if stored:
+            self._escape(value, frame, top=True)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        if self._frames:
+            self._frames[-1].global_names.update(n.name.value for n in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        if self._frames:
+            self._frames[-1].global_names.update(n.name.value for n in node.names)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self._frames and node.value is not None:
+            self._escape(node.value, self._frames[-1], top=True)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        if self._frames and isinstance(node.value, cst.BaseExpression):
+            self._escape(node.value, self._frames[-1], top=True)
+
+    def _escape(self, expr: cst.CSTNode, frame: _Frame, top: bool) -> None:
+        """Mark the names and calls whose VALUE flows out through `expr` (not the ones only used in it)."""
+        if isinstance(expr, cst.Name):
+            frame.escaped_names.add(expr.value)
+        elif isinstance(expr, cst.Call):
+            frame.escaped_calls.add(id(expr))
+            for arg in expr.args:  # a wrapper built around the tokenizer carries it out too
+                self._escape(arg.value, frame, top=False)
+        elif isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            for element in expr.elements:
+                self._escape(element.value, frame, top=False)
+        elif isinstance(expr, cst.Dict):
+            for element in expr.elements:
+                if isinstance(element, cst.DictElement):
+                    self._escape(element.value, frame, top=False)
+        elif isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
+            for part in ((expr.body, expr.orelse) if isinstance(expr, cst.IfExp) else (expr.left, expr.right)):
+                self._escape(part, frame, top=False)
+        elif isinstance(expr, cst.Await):
+            self._escape(expr.expression, frame, top=False)
+
+    # -------------------------------------------------------------- candidates
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._frames:
+            return
+        frame = self._frames[-1]
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in self._storing:
+            for arg in node.args:  # registry.add(tok), cache.setdefault(k, tok)
+                self._escape(arg.value, frame, top=False)
+        callee = self.context.callee_name(node)
+        if callee is None:
+            return
+        entry = self.table(CONSTRUCTORS).match(callee)
+        lookup = False
+        if entry is None:
+            entry = self.table(LOOKUPS).match(callee)
+            lookup = entry is not None
+        if entry is None:
+            return
+        self._open.append(id(node))
+        if len(self._open) > 1:  # Encoding(**cl100k_base()): one tokenizer, reported once (outermost)
+            return
+        frame.candidates.append(_Candidate(
+            call=node, statement=self.context.statement, callee=callee, lookup=lookup,
+            cost=entry.get("cost"), bound_to=self._assigned_to.get(id(node)),
+        ))
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if self._open and self._open[-1] == id(node):
+            self._open.pop()
+
+    def _finish(self, frame: _Frame) -> None:
+        if not frame.candidates or self._runs_once(frame.scope):
+            return
+        for candidate in frame.candidates:
+            if id(candidate.call) in frame.escaped_calls:
+                continue
+            if candidate.bound_to is not None and (candidate.bound_to in frame.escaped_names
+                                                   or candidate.bound_to in frame.global_names):
+                continue
+            self._report(candidate, frame.scope)
+
+    def _runs_once(self, scope: Scope) -> bool:
+        if scope.kind == "function" and scope.name in self._skip_functions:
+            return True
+        return any(table.match(name) is not None for name in scope.decorators for table in self._skip_decorators)
+
+    def _report(self, candidate: _Candidate, scope: Scope) -> None:
+        shown = candidate.callee
+        where = "a lambda" if scope.kind == "lambda" else f"`{scope.name}`"
+        if candidate.lookup:
+            self.report(
+                candidate.call,
+                f"`{shown}()` inside {where}: cached after the first call, but that first call loads the "
+                "encoding (~0.2-0.45 s) and downloads it with no timeout when there is no local copy",
+                severity="info", statement=candidate.statement,
+                fix="look the encoding up once at module level or at startup (e.g. ENC = tiktoken.get_encoding(...))",
+                call=shown,
+            )
+            return
+        cost = f": {candidate.cost}" if candidate.cost else ""
+        self.report(
+            candidate.call,
+            f"`{shown}()` builds a tokenizer on every call of {where}{cost}",
+            statement=candidate.statement,
+            fix="build it once: at module level, in __init__, or in a functools.cache'd factory",
+            call=shown,
+        )
