@@ -20,7 +20,7 @@ from llmdoctor.probe import run_probe
 from llmdoctor.report.model import display_path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nginx"
-EVENTS = dict(events=6, interval=0.15)
+EVENTS = {"events": 6, "interval": 0.15}
 
 
 @pytest.fixture(autouse=True)
@@ -32,10 +32,10 @@ def probe_via_nginx(tmp_path: Path, location_body: str, *, http_extra: str = "",
                     **upstream_options):
     """(static findings on the config nginx ran, probe results, the upstream) for one nginx setup."""
     options = {**EVENTS, **upstream_options}
-    with PacedSSEServer(**options) as upstream:
-        with running_nginx(tmp_path, location_body, upstream_port=upstream.port, http_extra=http_extra) as proxy:
-            results = [run_probe(proxy.url("/v1/chat/completions"), timeout=10) for _ in range(requests)]
-            report = check([str(proxy.conf)])
+    with PacedSSEServer(**options) as upstream, \
+            running_nginx(tmp_path, location_body, upstream_port=upstream.port, http_extra=http_extra) as proxy:
+        results = [run_probe(proxy.url("/v1/chat/completions"), timeout=10) for _ in range(requests)]
+        report = check([str(proxy.conf)])
     assert report.errors == []
     return report, results, upstream
 
@@ -86,7 +86,7 @@ def test_proxy_ignore_headers_x_accel_buffering_defeats_the_upstream_opt_out(tmp
     assert probe.verdict == "streamed"
 
 
-@pytest.mark.parametrize("stall", [dict(pause=(3, 2.0)), dict(first_delay=2.0)], ids=["pause", "first-token"])
+@pytest.mark.parametrize("stall", [{"pause": (3, 2.0)}, {"first_delay": 2.0}], ids=["pause", "first-token"])
 def test_read_timeout_shorter_than_a_stall_truncates_the_stream(tmp_path, stall):
     found = "proxy_buffering off;\nproxy_read_timeout 1s;\nproxy_pass http://app;"
     report, [probe], _ = probe_via_nginx(tmp_path / "found", found, **stall)

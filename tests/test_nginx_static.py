@@ -191,7 +191,7 @@ def test_unreadable_include_is_an_error_at_the_include_line(tmp_path):
     (tmp_path / "nginx.conf").write_text("http {\n  include dir.conf;\n}\n")
     report = check([str(tmp_path / "nginx.conf")])
     reason = (f"include dir.conf: file not found: {tmp_path / 'dir.conf'} "
-              f"(nginx resolves relative includes against {tmp_path})")
+              f"(nginx resolves relative includes against {tmp_path}; see --conf-dir)")
     assert [(e.line, e.reason) for e in report.errors] == [(2, reason)]
 
 
@@ -354,3 +354,19 @@ def test_cli_unreadable_included_file_exits_2_with_the_include_line(cli, tmp_pat
     result = cli("nginx", str(tmp_path / "nginx.conf"))
     assert result.returncode == 2
     assert "secret.conf: error: cannot read: Permission denied" in result.stdout
+
+
+def test_conf_dir_resolves_includes_of_a_site_file_like_nginx_s_prefix(cli, tmp_path):
+    (tmp_path / "sites-enabled").mkdir()
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "sse.conf").write_text("proxy_buffering off;\nproxy_read_timeout 1h;\n")
+    site = tmp_path / "sites-enabled" / "app.conf"
+    site.write_text("server {\n  location / {\n    include snippets/sse.conf;\n    proxy_pass http://x;\n  }\n}\n")
+    alone = cli("nginx", str(site))
+    assert alone.returncode == 2
+    assert "app.conf:3: error: include snippets/sse.conf: file not found" in alone.stdout
+    assert "see --conf-dir" in alone.stdout
+    assert cli("nginx", str(site), "--conf-dir", str(tmp_path)).returncode == 0
+    assert cli("nginx", "-", "--conf-dir", str(tmp_path), input=site.read_text()).returncode == 0
+    bad = cli("nginx", str(site), "--conf-dir", str(tmp_path / "nope"))
+    assert bad.returncode == 2 and "--conf-dir" in bad.stderr and "is not a directory" in bad.stderr

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+from typing import Annotated
 
 import typer
 
@@ -21,21 +23,26 @@ def _version(value: str | None) -> tuple[int, ...] | None:
 
 
 def nginx_command(
-    paths: list[str] = typer.Argument(
-        ..., metavar="PATH...",
+    paths: Annotated[list[str], typer.Argument(
+        metavar="PATH",
         help="nginx.conf (includes followed), a directory of configs, or an `nginx -T` dump; `-` reads stdin.",
-    ),
-    location: str | None = typer.Option(
-        None, "--location", metavar="REGEX",
+    )],
+    location: Annotated[str | None, typer.Option(
+        "--location", metavar="REGEX",
         help="Only treat proxied locations whose argument matches REGEX (e.g. '^/v1/') as streaming. "
              "Default: every location that proxies.",
-    ),
-    nginx_version: str | None = typer.Option(
-        None, "--nginx-version", metavar="X.Y.Z",
+    )] = None,
+    nginx_version: Annotated[str | None, typer.Option(
+        "--nginx-version", metavar="X.Y.Z",
         help="The nginx version that runs this config (sets the default proxy_http_version: 1.0 before "
              "1.29.7, 1.1 from 1.29.7). Default: assume before 1.29.7.",
-    ),
-    fmt: str = typer.Option("text", "--format", help="Output: text, json, sarif or github."),
+    )] = None,
+    conf_dir: Annotated[str | None, typer.Option(
+        "--conf-dir", metavar="DIR",
+        help="Resolve relative include paths against DIR, as nginx does against its conf prefix (e.g. "
+             "/etc/nginx when checking a file from sites-enabled/). Default: the main config's folder.",
+    )] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Output: text, json, sarif or github.")] = "text",
 ) -> None:
     """Check nginx configs for what breaks streamed LLM responses (buffering, timeouts, gzip, cache)."""
     if fmt not in FORMATS:
@@ -44,8 +51,11 @@ def nginx_command(
     from llmdoctor.nginx.rules import Options
     from llmdoctor.report.render import render
 
+    if conf_dir is not None and not os.path.isdir(conf_dir):
+        raise UserError(f"--conf-dir {conf_dir!r} is not a directory")
     stdin_text = sys.stdin.read() if STDIN in paths else None
-    report = check(paths, location=location, options=Options(_version(nginx_version)), stdin_text=stdin_text)
+    report = check(paths, location=location, options=Options(_version(nginx_version)), stdin_text=stdin_text,
+                   conf_dir=os.path.abspath(conf_dir) if conf_dir else None)
     render(report, fmt)
     raise typer.Exit(exit_code(report))
 

@@ -15,17 +15,17 @@ from llmdoctor.report.model import Finding, InputError, Report, display_path
 STDIN = "-"
 
 
-def read_input(path: str, stdin_text: str | None = None) -> Config:
+def read_input(path: str, stdin_text: str | None = None, conf_dir: str | None = None) -> Config:
     """One input: `-` (stdin: an `nginx -T` dump or a config), a dump file, a config file, or a directory."""
     if path == STDIN:
         text = stdin_text or ""
         dump = split_dump(text)
         if dump is not None:
             return load_dump(dump)
-        return _load_text("<stdin>", text)
+        return _load_text(text, conf_dir)
     target = Path(path)
     if target.is_dir():
-        return load_directory(target)
+        return load_directory(target, conf_dir)
     if not target.exists():
         config = Config()
         config.errors.append(InputError(display_path(path), "no such file or directory"))
@@ -37,12 +37,12 @@ def read_input(path: str, stdin_text: str | None = None) -> Config:
         config.errors.append(InputError(display_path(path), f"cannot read: {err.strerror or err}"))
         return config
     dump = split_dump(head)
-    return load_dump(dump) if dump is not None else load_file(target)
+    return load_dump(dump) if dump is not None else load_file(target, conf_dir)
 
 
-def _load_text(name: str, text: str) -> Config:
-    """A config read from stdin: parsed as a file in the working directory (its includes read from disk)."""
-    return load_dump({os.path.join(os.getcwd(), name): text}, disk_fallback=True)
+def _load_text(text: str, conf_dir: str | None) -> Config:
+    """A config read from stdin, shown as `<stdin>`; its includes are read from disk (default: from the cwd)."""
+    return load_dump({os.path.join(os.getcwd(), "<stdin>"): text}, disk_fallback=True, conf_dir=conf_dir)
 
 
 def select_units(units: list[Unit], pattern: str | None) -> list[Unit]:
@@ -56,13 +56,13 @@ def select_units(units: list[Unit], pattern: str | None) -> list[Unit]:
 
 
 def check(paths: list[str], *, location: str | None = None, options: Options | None = None,
-          stdin_text: str | None = None) -> Report:
+          stdin_text: str | None = None, conf_dir: str | None = None) -> Report:
     options = options or Options()
     report = Report(command="nginx", rules=list(RULES))
     all_units: list[tuple[Config, Unit]] = []
     files: set[str] = set()
     for path in paths:
-        config = read_input(path, stdin_text)
+        config = read_input(path, stdin_text, conf_dir)
         report.errors.extend(config.errors)
         files |= config.files
         levels = build_levels([stmts for _, stmts in config.roots])

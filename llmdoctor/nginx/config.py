@@ -190,7 +190,8 @@ class _Reader:
         elif self.files.is_file(full):
             names = [full]
         else:
-            where = "" if os.path.isabs(pattern) else f" (nginx resolves relative includes against {self.conf_dir})"
+            where = (" (check the dump of the server's config: `nginx -T > dump.txt`)" if os.path.isabs(pattern)
+                     else f" (nginx resolves relative includes against {self.conf_dir}; see --conf-dir)")
             self.error(path, f"include {pattern}: file not found: {full}{where}", line)
             return []
         out: list[Stmt] = []
@@ -256,38 +257,40 @@ def split_dump(text: str) -> dict[str, str] | None:
     return {name: "".join(lines) for name, lines in files.items()}
 
 
-def load_dump(files: dict[str, str], disk_fallback: bool = False) -> Config:
+def load_dump(files: dict[str, str], disk_fallback: bool = False, conf_dir: str | None = None) -> Config:
     """The files of a dump (main first); with `disk_fallback`, includes not in it are read from disk."""
     config = Config()
     main = next(iter(files))
     source = _Files(files, disk_fallback)
     try:
-        reader = _Reader(source, os.path.dirname(main), config)
+        reader = _Reader(source, conf_dir or os.path.dirname(main), config)
         config.roots.append((main, reader.read(main)))
     finally:
         source.close()
     return config
 
 
-def load_file(path: Path) -> Config:
+def load_file(path: Path, conf_dir: str | None = None) -> Config:
+    """A main config; relative includes resolve against `conf_dir` (default: the file's folder, as nginx)."""
     config = Config()
     name = os.path.normpath(os.path.abspath(path))
-    reader = _Reader(_Files(), os.path.dirname(name), config)
+    reader = _Reader(_Files(), conf_dir or os.path.dirname(name), config)
     config.roots.append((name, reader.read(name)))
     return config
 
 
-def load_directory(path: Path) -> Config:
-    """`nginx.conf` in the folder when there is one; else every `*.conf` below it that no other includes."""
+def load_directory(path: Path, conf_dir: str | None = None) -> Config:
+    """`nginx.conf` in the folder when there is one; else every `*.conf` below it that no other includes.
+
+    Relative includes resolve against `conf_dir` (default: the folder itself).
+    """
     directory = os.path.normpath(os.path.abspath(path))
     main = os.path.join(directory, "nginx.conf")
+    config = Config()
+    reader = _Reader(_Files(), conf_dir or directory, config)
     if os.path.isfile(main):
-        config = Config()
-        reader = _Reader(_Files(), directory, config)
         config.roots.append((main, reader.read(main)))
         return config
-    config = Config()
-    reader = _Reader(_Files(), directory, config)
     candidates = sorted(str(p) for p in Path(directory).rglob("*.conf") if p.is_file())
     trees = {name: reader.read(name) for name in candidates}
     included = {s.path for name, tree in trees.items() for s in _walk(tree) if s.path != name}
