@@ -9,7 +9,15 @@ import pytest
 from llmdoctor.probe import Trial, exit_code_for, vote
 from llmdoctor.probe.analyze import analyze, measure
 from llmdoctor.probe.diagnose import diagnose
-from llmdoctor.probe.events import LINES, MAX_PENDING, NOT_A_STREAM, SSE, Decoder, EventCounter, event_format_for
+from llmdoctor.probe.events import (
+    LINES,
+    MAX_PENDING,
+    NOT_A_STREAM,
+    SSE,
+    Decoder,
+    EventCounter,
+    event_format_for,
+)
 from llmdoctor.probe.record import Read, Recording
 from llmdoctor.probe.redact import REDACTED, redact_headers, redact_url, scrub, secret_values
 from llmdoctor.probe.render import timeline

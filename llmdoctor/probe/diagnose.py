@@ -97,15 +97,17 @@ def diagnose(rec: Recording, analysis: Analysis) -> Diagnosis:
                           "port), then each proxy in front of it; for nginx set `proxy_buffering off;`")]
     elif analysis.verdict == TRUNCATED:
         gap = _stall_before_end(rec)
+        stalled = f"the last bytes came {gap:.1f} s before the stream was cut" if gap is not None else ""
         if gap is not None and gap >= READ_TIMEOUT_GAP_S:
             diag.layer = "nginx (proxy_read_timeout)" if nginx else "a proxy's read timeout"
-            diag.fixes = [(f"the stream stalled {gap:.0f} s before it was cut, like a proxy read timeout: raise it "
-                          "above the longest first-token delay or pause (nginx: `proxy_read_timeout 300s;`, "
-                          "default 60 s)")]
+            diag.fixes = [(f"{stalled}, like a proxy read timeout: raise it above the longest first-token delay "
+                          "or pause (nginx: `proxy_read_timeout 300s;`, default 60 s)")]
         else:
             diag.layer = proxies[0] if proxies else (prints[0] if prints else None)
-            diag.fixes = [("something closed the stream before its end: check the application's logs for an "
-                          "error, and each proxy's timeouts and body-size limits")]
+            timeouts = ("nginx's `proxy_read_timeout` (a silence longer than it cuts the stream) and "
+                        if nginx else "each proxy's read timeout and ")
+            diag.fixes = [(f"{stalled + ': ' if stalled else ''}something closed the stream before its end: "
+                           f"check the application's logs for an error, {timeouts}body-size limits")]
     return diag
 
 

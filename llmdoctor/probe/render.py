@@ -73,11 +73,11 @@ def text_lines(result: ProbeResult) -> list[tuple[str, str]]:
                else "close-delimited")
     lines.append(("", f"  response    {status}  {framing}" + (f"  server: {server}" if server else "")
                   + f"  content-type: {rec.header('content-type') or '-'}"))
-    lines.append(("", f"  times       headers {_seconds(rec.headers_s)}   first event {_seconds(m.first_event_s)}   "
-                      f"last event {_seconds(m.last_event_s)}   end {_seconds(rec.end_s)}"))
-    lines.append(("", f"  body        {rec.body_bytes} bytes in {m.reads} read(s); {m.events} event(s) "
+    lines.append(("", (f"  times       headers {_seconds(rec.headers_s)}   first event {_seconds(m.first_event_s)}   "
+                      f"last event {_seconds(m.last_event_s)}   end {_seconds(rec.end_s)}")))
+    lines.append(("", (f"  body        {rec.body_bytes} bytes in {m.reads} read(s); {m.events} event(s) "
                       f"({rec.event_format or 'unknown format'}), {m.events_per_read:.1f} per read, "
-                      f"largest burst {m.largest_burst}"))
+                      f"largest burst {m.largest_burst}")))
     cells, headers_cell, end = timeline(trial)
     lines.append(("", f"  timeline    {cells}  0 -> {end:.2f} s"))
     if headers_cell is not None:

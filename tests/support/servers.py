@@ -46,6 +46,8 @@ Other misbehaving servers:
     SilentServer(close_after=None)   reads the request, never answers; with close_after=S it closes after S s
     HugeLineServer(size=4 MiB)       200 text/event-stream whose body is one line `data: xxxx...` of `size` bytes
     GarbageServer(payload=...)       answers the request with bytes that are not HTTP, then closes
+    ErrorServer(status="401 Unauthorized")  a JSON error (Content-Length framed) that echoes the request's
+                                     Authorization header back in its message, as some APIs do
 
 `free_port()` returns a port on 127.0.0.1 with nothing listening (for "connection refused" tests).
 """
@@ -64,6 +66,7 @@ __all__ = [
     "ClosesEarlyServer",
     "CoalescedServer",
     "ContentLengthServer",
+    "ErrorServer",
     "GarbageServer",
     "GzipSSEServer",
     "HugeLineServer",
@@ -486,4 +489,19 @@ class GarbageServer(_Server):
 
     def respond(self, conn: socket.socket, request: Request) -> bool:
         self.send(conn, self.payload)
+        return False
+
+
+class ErrorServer(_Server):
+    """A JSON error response whose message echoes the request's Authorization header."""
+
+    def __init__(self, *, status: str = "401 Unauthorized") -> None:
+        super().__init__()
+        self.status = status
+
+    def respond(self, conn: socket.socket, request: Request) -> bool:
+        echoed = request.headers.get("authorization", "")
+        body = json.dumps({"error": {"message": f"Incorrect API key provided: {echoed}"}}).encode()
+        self.send(conn, _head(self.status, [("content-type", "application/json"), ("server", "uvicorn"),
+                                            ("content-length", str(len(body))), ("connection", "close")]) + body)
         return False

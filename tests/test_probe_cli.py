@@ -1,0 +1,209 @@
+"""`llmdoctor probe` end to end: the installed command against local servers; exit codes, output, secrets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.servers import (
+    BufferedServer,
+    ClosesEarlyServer,
+    ErrorServer,
+    PacedSSEServer,
+    SilentServer,
+    free_port,
+)
+
+from llmdoctor.commands.probe import openai_url
+
+PACE = ("events", 8), ("interval", 0.08)
+SECRET = "sk-proj-Zx9876543210secret"
+
+
+def paced(**options) -> PacedSSEServer:
+    return PacedSSEServer(**{**dict(PACE), **options})
+
+
+def assert_could_not_probe(result, message: str) -> None:
+    assert result.returncode == 2, result
+    assert message in result.stderr, result.stderr
+    assert result.stderr.startswith("llmdoctor: error: ")
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_streamed_exits_0_with_the_report_and_timeline(cli):
+    with paced() as upstream:
+        result = cli("probe", upstream.url, "--timeout", "10")
+    assert result.returncode == 0, result
+    assert "verdict: streamed - 9 events arrived in" in result.stdout
+    timeline = next(line for line in result.stdout.splitlines() if line.strip().startswith("timeline"))
+    cells = timeline.split()[1]
+    assert cells.count("|") + sum(int(c) for c in cells if c.isdigit()) == 9
+    assert "^ headers" in result.stdout
+    assert "fix" not in result.stdout
+
+
+def test_buffered_exits_1_with_a_burst_at_the_end_and_a_fix(cli):
+    with BufferedServer(**dict(PACE)) as upstream:
+        result = cli("probe", upstream.url, "--timeout", "10")
+    assert result.returncode == 1, result
+    assert "verdict: buffered - all 9 events arrived in one read" in result.stdout
+    timeline = next(line for line in result.stdout.splitlines() if line.strip().startswith("timeline"))
+    assert timeline.split()[1] == "." * 59 + "9"
+    assert "  fix " in result.stdout
+
+
+def test_truncated_exits_1(cli):
+    with ClosesEarlyServer(**dict(PACE)) as upstream:
+        result = cli("probe", upstream.url, "--timeout", "10")
+    assert result.returncode == 1, result
+    assert "verdict: truncated" in result.stdout
+    assert "error       the connection closed in the middle of the chunked body" in result.stdout
+
+
+def test_inconclusive_prints_the_report_and_exits_2(cli):
+    with paced(events=2) as upstream:
+        result = cli("probe", upstream.url, "--timeout", "10")
+    assert result.returncode == 2, result
+    assert "verdict: inconclusive - only 3 event(s) arrived; at least 5 are needed" in result.stdout
+    with paced(events=2) as upstream:
+        assert cli("probe", upstream.url, "--timeout", "10", "--min-events", "3").returncode == 0
+
+
+def test_json_output_carries_verdict_measurements_and_trials(cli):
+    with paced() as upstream:
+        result = cli("probe", upstream.url, "--format", "json", "--trials", "2", "--timeout", "10")
+    assert result.returncode == 0, result
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "streamed"
+    assert data["votes"] == {"streamed": 2}
+    assert len(data["trials"]) == 2
+    trial = data["trials"][0]
+    assert trial["metrics"]["events"] == 9
+    assert trial["status"] == 200 and trial["done_seen"] is True
+    assert set(trial["timings"]) == {"connect_s", "tls_s", "headers_s", "first_byte_s", "first_event_s",
+                                     "last_event_s", "end_s"}
+    assert sum(read["events"] for read in trial["reads"]) == 9
+    assert all(read["bytes"] > 0 for read in trial["reads"])
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_secrets_never_appear_in_the_output(cli, fmt):
+    with paced() as upstream:
+        result = cli("probe", f"{upstream.url}?api_key=qk-1234567890", "--format", fmt, "--timeout", "10",
+                     "-H", f"Authorization: Bearer {SECRET}", "-H", "x-api-key: xk-abcdef123456",
+                     "-H", "Cookie: session=ck-abcdef123456", "-H", "X-Trace: visible-value")
+    assert result.returncode == 0, result
+    sent = upstream.requests[0].headers
+    assert sent["authorization"] == f"Bearer {SECRET}" and sent["x-api-key"] == "xk-abcdef123456"
+    for secret in (SECRET, "xk-abcdef123456", "ck-abcdef123456", "qk-1234567890"):
+        assert secret not in result.stdout and secret not in result.stderr
+    assert "[redacted]" in result.stdout
+    assert "visible-value" in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_secret_echoed_in_an_error_body_is_scrubbed(cli, fmt):
+    with ErrorServer() as upstream:
+        result = cli("probe", upstream.url, "-H", f"Authorization: Bearer {SECRET}", "--format", fmt,
+                     "--timeout", "10")
+    assert result.returncode == 2
+    assert "HTTP 401" in result.stdout
+    assert "Incorrect API key provided: [redacted]" in result.stdout
+    assert SECRET not in result.stdout
+
+
+def test_openai_mode_posts_a_streaming_chat_completion(cli):
+    with paced() as upstream:
+        result = cli("probe", upstream.url.rstrip("/"), "--openai", "my-model", "--timeout", "10",
+                     "-H", f"Authorization: Bearer {SECRET}")
+    assert result.returncode == 0, result
+    sent = upstream.requests[0]
+    assert (sent.method, sent.target) == ("POST", "/v1/chat/completions")
+    body = json.loads(sent.body)
+    assert body["model"] == "my-model" and body["stream"] is True and body["messages"]
+    assert sent.headers["content-type"] == "application/json"
+    assert sent.headers["accept"] == "text/event-stream"
+
+
+def test_openai_mode_calls_a_stream_without_done_truncated(cli):
+    with paced(done=False) as upstream:
+        result = cli("probe", upstream.url + "v1/chat/completions", "--openai", "m", "--timeout", "10")
+    assert result.returncode == 1, result
+    assert "verdict: truncated" in result.stdout and "[DONE]" in result.stdout
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("http://h:8000", "http://h:8000/v1/chat/completions"),
+    ("http://h:8000/", "http://h:8000/v1/chat/completions"),
+    ("http://h/v1", "http://h/v1/chat/completions"),
+    ("http://h/api/v1/", "http://h/api/v1/chat/completions"),
+    ("http://h/v1/chat/completions", "http://h/v1/chat/completions"),
+    ("http://h/custom/path", "http://h/custom/path"),
+])
+def test_openai_url_completion(given, expected):
+    assert openai_url(given) == expected
+
+
+def test_data_json_and_method_options(cli, tmp_path):
+    body = tmp_path / "body.json"
+    body.write_text('{"prompt": "hi"}')
+    with paced() as upstream:
+        assert cli("probe", upstream.url, "--data", f"@{body}", "--timeout", "10").returncode == 0
+        assert cli("probe", upstream.url, "--json", '{"a": 1}', "-X", "put", "--timeout", "10").returncode == 0
+        assert cli("probe", upstream.url, "--data", "@-", "--timeout", "10", input="from stdin").returncode == 0
+    first, second, third = upstream.requests
+    assert (first.method, first.body) == ("POST", b'{"prompt": "hi"}')
+    assert (second.method, second.headers["content-type"], second.body) == ("PUT", "application/json", b'{"a": 1}')
+    assert (third.method, third.body) == ("POST", b"from stdin")
+
+
+def test_refused_port_exits_2(cli):
+    port = free_port()
+    assert_could_not_probe(cli("probe", f"http://127.0.0.1:{port}/"),
+                           f"connection refused by 127.0.0.1:{port}")
+
+
+def test_timeout_before_headers_exits_2(cli):
+    with SilentServer() as upstream:
+        result = cli("probe", upstream.url, "--timeout", "1")
+    assert_could_not_probe(result, "no response headers from")
+    assert "within 1 s (the --timeout)" in result.stderr
+
+
+def test_unknown_host_exits_2(cli):
+    assert_could_not_probe(cli("probe", "http://no-such-host.invalid/", "--timeout", "10"),
+                           "could not resolve the host name 'no-such-host.invalid' (DNS)")
+
+
+def test_tls_error_exits_2(cli):
+    with paced() as upstream:
+        result = cli("probe", f"https://{upstream.address}/", "--timeout", "10")
+    assert_could_not_probe(result, f"TLS handshake with {upstream.address} failed")
+
+
+def test_url_password_is_redacted_in_error_messages(cli):
+    port = free_port()
+    result = cli("probe", f"http://user:hunter2-pass@127.0.0.1:{port}/?token=tk-55555555", "--timeout", "1")
+    assert result.returncode == 2
+    assert "hunter2-pass" not in result.stderr and "tk-55555555" not in result.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["localhost:8000"], "is not an http:// or https:// URL"),
+    (["http://x/", "-H", "no colon here"], "-H/--header 'no colon here'...: expected 'Name: value'"),
+    (["http://x/", "--json", "{not json"], "--json: not valid JSON"),
+    (["http://x/", "--data", "@/no/such/file"], "--data @/no/such/file: cannot read /no/such/file"),
+    (["http://x/", "--data", "a", "--json", "{}"], "give one request body: --data and --json"),
+    (["http://x/", "--format", "sarif"], "--format: 'sarif' is not one of text, json"),
+    (["http://x/", "--timeout", "0"], "--timeout must be more than 0 seconds"),
+])
+def test_bad_arguments_exit_2(cli, args, message):
+    assert_could_not_probe(cli("probe", *args), message)
+
+
+def test_trials_out_of_range_is_a_usage_error(cli):
+    result = cli("probe", "http://x/", "--trials", "0")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
