@@ -131,3 +131,10 @@ def test_kv_budget_imports_no_heavy_library():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           check=False)
     assert "HEAVY [] 0" in proc.stderr, proc.stderr
+
+
+def test_warnings_for_too_long_seq_and_no_memory(cli):
+    data = _json(cli("kv-budget", "--model", "phi-3-mini", "--seq", "8192", "--format", "json"))
+    assert any("max_position_embeddings (4,096)" in w for w in data["warnings"])
+    r = cli("kv-budget", "--model", "llama-3.1-405b", "--gpu-mem", "80GB")
+    assert "warning: no memory is left for the KV cache" in r.stdout

@@ -19,6 +19,16 @@ def vllm_log_lines(b: Budget) -> list[str]:
     ]
 
 
+def warnings(b: Budget) -> list[str]:
+    found = []
+    if b.arch.max_position and b.seq > b.arch.max_position:
+        found.append(f"--seq {b.seq:,} is longer than the model's max_position_embeddings "
+                     f"({b.arch.max_position:,}); vLLM refuses such a --max-model-len")
+    if b.kv_memory is not None and b.kv_memory <= 0:
+        found.append("no memory is left for the KV cache: the weights and overhead exceed total × utilization")
+    return found
+
+
 def grid_axes(b: Budget) -> tuple[list[int], list[int]]:
     return sorted({*GRID_BATCHES, b.batch}), sorted({*GRID_SEQS, b.seq})
 
@@ -50,6 +60,7 @@ def to_dict(b: Budget, source: str) -> dict:
         "sliding_window_savings_bytes": b.window_savings,
         "weights_bytes": b.weights_bytes,
         "weights_bytes_per_gpu": b.weights_per_gpu,
+        "warnings": warnings(b),
     }
     if b.kv_memory is not None:
         batches, seqs = grid_axes(b)
@@ -115,6 +126,8 @@ def render_text(b: Budget, source: str, out: TextIO) -> None:
         for line in vllm_log_lines(b):
             table.add_row("vLLM would log", escape(line))
     console.print(table)
+    for warning in warnings(b):
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     if b.kv_memory is not None:
         _render_grid(b, console)
 
