@@ -15,6 +15,8 @@ from llmdoctor.scan.semantic import Scope
 
 CONSTRUCTORS = "tokenizer_constructors"
 LOOKUPS = "tokenizer_lookups"
+CARRYING_BUILTINS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict", "builtins.set",
+                               "builtins.frozenset", "builtins.iter", "builtins.zip", "builtins.map"})
 
 
 @dataclass
@@ -115,6 +117,9 @@ class TokenizerPerCall(Rule):
             frame.escaped_names.add(expr.value)
         elif isinstance(expr, cst.Call):
             frame.escaped_calls.add(id(expr))
+            callee = self.context.callee_name(expr) or ""
+            if callee.startswith("builtins.") and callee not in CARRYING_BUILTINS:
+                return  # len(tok), str(tok), isinstance(tok, ...): the value does not flow out
             for arg in expr.args:  # a wrapper built around the tokenizer carries it out too
                 self._escape(arg.value, frame, top=False)
         elif isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
