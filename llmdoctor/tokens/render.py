@@ -47,7 +47,8 @@ def render_text(report: TokensReport, out: TextIO) -> None:
     if rows:
         widths = [max(len(header), *(len(row[i]) for row in rows))
                   for i, header in enumerate(("path", "tokens", "budget"))]
-        console.print(f"[bold]{'path':<{widths[0]}}  {'tokens':>{widths[1]}}  {'budget':>{widths[2]}}  fits[/]")
+        header = f"{'path':<{widths[0]}}  {'tokens':>{widths[1]}}  {'budget':>{widths[2]}}  fits"
+        console.print(f"[bold]{header}[/]")
         for path, tokens, budget, _plain, fits in rows:
             console.print(f"{escape(path):<{widths[0] + len(escape(path)) - len(path)}}  "
                           f"{tokens:>{widths[1]}}  {budget:>{widths[2]}}  {fits}")
