@@ -238,7 +238,8 @@ class Placement:
     total: int
     free: int
     requested: int  # total × utilization
-    starts: bool  # vLLM refuses to start when free < total × utilization
+    starts: bool  # vLLM V1 gpu_worker raises "Free memory on device ... on startup is less than desired
+    # GPU memory utilization" when free < total × gpu_memory_utilization
     kv_memory: int
     kv_cache_tokens: int
     max_concurrency: float
@@ -263,7 +264,7 @@ def plan(snapshot: Snapshot, layout: Any, weights_per_gpu: int, overhead: int, u
         requested = int(total * utilization)
         kv_memory = requested - weights_per_gpu - overhead
         result.append(Placement(
-            device, uuid, total, free, requested, free >= requested, kv_memory,
+            device, uuid, total, free, requested, free >= total * utilization, kv_memory,
             layout.cache_tokens(kv_memory) if kv_memory > 0 else 0,
             layout.max_concurrency(kv_memory, seq, max_num_batched_tokens) if kv_memory > 0 else 0.0,
         ))

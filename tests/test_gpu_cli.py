@@ -80,6 +80,9 @@ def test_model_check_tp2_fails_exit_1(fake_gpu):
     r = fake_gpu(TWO_GPUS, "--model", "llama-3.1-8b", "--tp", "2")
     assert r.returncode == 1
     assert "GPU 0: will not start" in r.stdout
+    # 81559 MiB = 79.65 GiB; free = 79.65 − 0.5 − 70 = 9.15 GiB; 0.9 × 79.65 = 71.68 GiB
+    assert "Free memory on device (9.15/79.65 GiB) on startup is less than desired GPU memory utilization " \
+           "(0.9, 71.68 GiB)" in r.stdout
 
 
 @pytest.mark.parametrize("code, needle", [

@@ -121,8 +121,11 @@ def _render_text(snapshot, placements, budget, utilization, out) -> None:
                   f"{format_size(budget.weights_per_gpu)} per GPU")
     for p in placements:
         if not p.starts:
+            gib = 1024**3
             console.print(f"  {p.device}: [bold red]will not start[/]: free {format_size(p.free)} < "
-                          f"total × {utilization} = {format_size(p.requested)}")
+                          f"total × {utilization} = {format_size(p.requested)}; vLLM would say \"Free memory "
+                          f"on device ({p.free / gib:.2f}/{p.total / gib:.2f} GiB) on startup is less than "
+                          f"desired GPU memory utilization ({utilization}, {p.requested / gib:.2f} GiB)\"")
         elif p.kv_memory <= 0:
             console.print(f"  {p.device}: [bold red]no room for a KV cache[/]: weights + overhead exceed "
                           f"{format_size(p.requested)}")
