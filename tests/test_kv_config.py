@@ -100,7 +100,8 @@ def test_unknown_model_suggests_close_names():
 
 
 def test_float32_checkpoints_are_served_in_16_bits():
-    # gemma-2-9b publishes float32 weights; vLLM --dtype auto serves Gemma in bf16 (others in fp16)
+    # gemma-2-9b publishes float32 weights; vLLM --dtype auto serves float32 checkpoints in 16 bits
     assert model_dtype(PRESETS["gemma-2-9b"].arch(), PRESETS["gemma-2-9b"].config) == "bf16"
-    llama32 = arch_from_config({**PRESETS["llama-2-7b"].config, "torch_dtype": "float32"}, "x")
-    assert model_dtype(llama32, {}) == "fp16"
+    no_dtype = dict(PRESETS["llama-2-7b"].config)
+    del no_dtype["torch_dtype"]
+    assert model_dtype(arch_from_config(no_dtype, "x"), no_dtype) == "bf16"

@@ -25,15 +25,13 @@ _TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 def model_dtype(arch: ModelArch, config: dict | None = None) -> str:
     """Default weights dtype, as vLLM's `--dtype auto` picks it: fp8 for fp8-quantized checkpoints, else the
-    config's `torch_dtype` (bf16 when absent); a float32 checkpoint is served in 16 bits (vLLM: fp16, and
-    bf16 for Gemma, whose activations overflow fp16)."""
+    config's `torch_dtype`; a float32 (or unspecified) checkpoint is served in 16 bits (vLLM >= 0.10.1: bf16;
+    older releases fp16, the same 2 bytes)."""
     quant = (config or {}).get("quantization_config")
     if isinstance(quant, dict) and quant.get("quant_method") == "fp8":
         return "fp8"
     dtype = _TORCH_DTYPES.get(arch.torch_dtype or "", "bf16")
-    if dtype == "fp32":
-        return "bf16" if arch.model_type.startswith("gemma") else "fp16"
-    return dtype
+    return "bf16" if dtype == "fp32" else dtype
 
 
 def cdiv(a: int, b: int) -> int:
