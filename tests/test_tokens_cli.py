@@ -199,3 +199,10 @@ def test_does_not_import_libcst_or_httpx():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().endswith("[]")
+
+
+def test_folder_with_nothing_to_count(cli, tmp_path):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "a.md").write_text("hi")
+    _clean_failure(cli("tokens", "prompts", "--glob", "*.txt", cwd=tmp_path),
+                   "prompts: error: no text files matching --glob *.txt in this folder")

@@ -1,0 +1,1 @@
+"""`llmdoctor tokens`: exact, offline token counts (tiktoken) and context budgets. See docs/tokens.md."""

@@ -165,12 +165,18 @@ class Counter:
     # -------------------------------------------------------------- inputs
 
     def add_inputs(self, paths: list[str], stdin_text: Callable[[], bytes]) -> None:
-        for item in discover(paths, self.options.glob):
-            if item == "-":
-                self._add_bytes(STDIN_NAME, stdin_text(), explicit=True, json_suffix=False)
-            else:
-                assert isinstance(item, Discovered)
-                self._add_file(item)
+        for given in paths:
+            seen = len(self.report.files) + len(self.report.errors)
+            for item in discover([given], self.options.glob):
+                if item == "-":
+                    self._add_bytes(STDIN_NAME, stdin_text(), explicit=True, json_suffix=False)
+                else:
+                    assert isinstance(item, Discovered)
+                    self._add_file(item)
+            if len(self.report.files) + len(self.report.errors) == seen:  # a folder with nothing to count
+                glob = f" matching --glob {self.options.glob}" if self.options.glob else ""
+                reason = f"no text files{glob} in this folder"
+                self.report.errors.append(InputError(display_path(given), reason))
 
     def _add_file(self, item: Discovered) -> None:
         shown = display_path(item.path)
