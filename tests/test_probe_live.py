@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 
 import pytest
 from support.servers import (
@@ -245,3 +246,31 @@ def test_paced_server_sends_x_accel_buffering_and_cache_control_when_asked():
         head = http10_exchange(upstream.address).partition(b"\r\n\r\n")[0].lower()
     assert b"x-accel-buffering: no" in head
     assert b"cache-control" not in head
+
+
+def test_a_hung_dns_lookup_does_not_hold_the_probe_past_its_timeout(monkeypatch):
+    release = threading.Event()
+    still_blocked = []
+
+    def hung_getaddrinfo(*args, **kwargs):
+        release.wait(30)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hung_getaddrinfo)
+    try:
+        with pytest.raises(UserError, match=r"could not connect to slow-dns\.test:80 within 0\.5 s"):
+            run_probe("http://slow-dns.test/", timeout=0.5)
+        still_blocked.append(not release.is_set())
+    finally:
+        release.set()
+    assert still_blocked == [True]  # run_probe returned while the lookup was still stuck
+
+
+def test_run_probe_works_from_inside_a_running_event_loop():
+    import asyncio
+
+    async def caller():
+        with PacedSSEServer(**PACE) as upstream:
+            return run_probe(upstream.url, timeout=10)
+
+    assert asyncio.run(caller()).verdict == "streamed"

@@ -9,8 +9,10 @@ timeout: before the headers that is an error (could not probe); after, the recor
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import socket
 import ssl
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -66,6 +68,7 @@ class Recording:
     largest_event: int = 0
     done_seen: bool = False
     snippet: bytes = b""  # the start of the decoded body (shown for error statuses)
+    phase: str = "connect"  # where the exchange is: connect, tls, request, body
     _last_piece_t: float = -1.0
 
     def header(self, name: str) -> str | None:
@@ -74,11 +77,68 @@ class Recording:
         return ", ".join(values) if values else None
 
 
+class _UnjoinedExecutor(concurrent.futures.ThreadPoolExecutor):
+    """Runs each blocking call (the DNS lookup) in a daemon thread that nobody waits for.
+
+    asyncio's default executor is joined when the loop closes, so a resolver that hangs would hold the
+    probe past its timeout; here the timeout wins and the stuck thread dies with the process.
+    """
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as err:  # noqa: BLE001 - handed to the awaiting coroutine
+                future.set_exception(err)
+
+        threading.Thread(target=run, name="llmdoctor-probe-blocking", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        return None
+
+
 def record(request: ProbeRequest) -> Recording:
-    """Run the request to the end or to the timeout. Raise UserError if no response headers arrived."""
+    """Run the request to the end or to the timeout. Raise UserError if no response headers arrived.
+
+    Runs its own event loop; from a thread that already runs one, it runs in a helper thread.
+    """
     rec = Recording()
-    asyncio.run(_bounded(request, rec))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _run_loop(request, rec)
+        return rec
+    errors: list[BaseException] = []
+
+    def in_thread() -> None:
+        try:
+            _run_loop(request, rec)
+        except BaseException as err:  # noqa: BLE001 - re-raised in the calling thread
+            errors.append(err)
+
+    worker = threading.Thread(target=in_thread, daemon=True)
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
     return rec
+
+
+def _run_loop(request: ProbeRequest, rec: Recording) -> None:
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(_UnjoinedExecutor(max_workers=1))
+    try:
+        loop.run_until_complete(_bounded(request, rec))
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
 
 
 async def _bounded(request: ProbeRequest, rec: Recording) -> None:
@@ -86,12 +146,26 @@ async def _bounded(request: ProbeRequest, rec: Recording) -> None:
         await asyncio.wait_for(_exchange(request, rec), timeout=request.timeout)
     except asyncio.TimeoutError:
         if rec.headers_s is None:
-            raise UserError(
-                f"no response headers from {request.shown_url} within {request.timeout:g} s "
-                "(the --timeout): the server accepted the request but did not answer"
-            ) from None
+            raise UserError(_timeout_message(request, rec)) from None
         rec.timed_out = True
         rec.end_s = request.timeout
+
+
+def _timeout_message(request: ProbeRequest, rec: Recording) -> str:
+    within = f"within {request.timeout:g} s (the --timeout)"
+    if rec.phase == "connect":
+        return f"could not connect to {_where(request)} {within}: the host name did not resolve or nothing answered"
+    if rec.phase == "tls":
+        return f"the TLS handshake with {_where(request)} did not finish {within}"
+    return (f"no response headers from {request.shown_url} {within}: the server accepted the request but did not "
+            "answer")
+
+
+def _where(request: ProbeRequest) -> str:
+    import httpx
+
+    url = httpx.URL(request.url)
+    return f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
 
 
 async def _exchange(request: ProbeRequest, rec: Recording) -> None:
@@ -105,8 +179,12 @@ async def _exchange(request: ProbeRequest, rec: Recording) -> None:
     async def trace(name: str, info: dict) -> None:
         if name == "connection.connect_tcp.complete":
             rec.connect_s = now()
+            rec.phase = "request"
+        elif name == "connection.start_tls.started":
+            rec.phase = "tls"
         elif name == "connection.start_tls.complete":
             rec.tls_s = now()
+            rec.phase = "request"
 
     timeout = httpx.Timeout(request.timeout)
     async with httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False) as client:
@@ -121,6 +199,7 @@ async def _exchange(request: ProbeRequest, rec: Recording) -> None:
             raise could_not_probe(err, request) from None
         try:
             rec.headers_s = now()
+            rec.phase = "body"
             rec.status = response.status_code
             rec.reason = response.reason_phrase
             rec.http_version = response.http_version
@@ -207,7 +286,7 @@ def could_not_probe(err: Exception, request: ProbeRequest) -> UserError:
     import httpx
 
     url = httpx.URL(request.url)
-    where = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
+    where = _where(request)
     chain = list(_cause_chain(err))
     text = " ".join(str(e) for e in chain).lower()
     if isinstance(err, httpx.ConnectTimeout):
