@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from llmdoctor.nginx.check import check, exit_code
-from llmdoctor.nginx.config import Stmt, load_file, split_dump
+from llmdoctor.nginx.config import Stmt, load_dump, load_file, split_dump
 from llmdoctor.nginx.effective import build_levels, parse_time, proxied_units
 from llmdoctor.nginx.rules import Options
 from llmdoctor.report.model import display_path
@@ -195,6 +195,34 @@ def test_unreadable_include_is_an_error_at_the_include_line(tmp_path):
     assert [(e.line, e.reason) for e in report.errors] == [(2, reason)]
 
 
+def test_unreadable_include_is_reported_at_the_include_line(tmp_path, monkeypatch):
+    from llmdoctor.nginx import config as config_module
+
+    (tmp_path / "secret.conf").write_text("proxy_buffering off;\n")
+    (tmp_path / "nginx.conf").write_text("http {\n  include secret.conf;\n}\n")
+    real_read = config_module._Files.read
+
+    def deny(self, path):
+        if path.endswith("secret.conf"):
+            return None, "cannot read: Permission denied"
+        return real_read(self, path)
+
+    monkeypatch.setattr(config_module._Files, "read", deny)
+    report = check([str(tmp_path / "nginx.conf")])
+    assert [(Path(e.path).name, e.line, e.reason) for e in report.errors] == [
+        ("nginx.conf", 2, f"include secret.conf: cannot read: Permission denied: {tmp_path / 'secret.conf'}")]
+
+
+def test_dump_globs_match_one_path_segment_in_sorted_order():
+    dump = ("# configuration file /etc/nginx/nginx.conf:\nhttp { include conf.d/*.conf; }\n\n"
+            "# configuration file /etc/nginx/conf.d/b.conf:\nserver { location /b { proxy_pass http://x; } }\n\n"
+            "# configuration file /etc/nginx/conf.d/a.conf:\nserver { location /a { proxy_pass http://x; } }\n\n"
+            "# configuration file /etc/nginx/conf.d/sub/c.conf:\nserver { location /c { proxy_pass http://x; } }\n")
+    config = load_dump(split_dump(dump))
+    http = config.roots[0][1][0]
+    assert [s.block[0].args for s in http.block] == [["/a"], ["/b"]]
+
+
 def test_glob_include_that_matches_nothing_is_fine_as_in_nginx(tmp_path):
     (tmp_path / "nginx.conf").write_text("http {\n  include conf.d/*.conf;\n}\n")
     report = check([str(tmp_path / "nginx.conf")])
@@ -353,7 +381,7 @@ def test_cli_unreadable_included_file_exits_2_with_the_include_line(cli, tmp_pat
     (tmp_path / "nginx.conf").write_text("http {\n  include secret.conf;\n}\n")
     result = cli("nginx", str(tmp_path / "nginx.conf"))
     assert result.returncode == 2
-    assert "secret.conf: error: cannot read: Permission denied" in result.stdout
+    assert "nginx.conf:2: error: include secret.conf: cannot read: Permission denied: " in result.stdout
 
 
 def test_conf_dir_resolves_includes_of_a_site_file_like_nginx_s_prefix(cli, tmp_path):

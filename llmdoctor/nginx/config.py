@@ -128,7 +128,11 @@ class _Reader:
     def error(self, path: str, reason: str, line: int | None = None) -> None:
         self.config.errors.append(InputError(display_path(path), reason, line))
 
-    def _parse(self, path: str) -> list[dict] | None:
+    def _parse(self, path: str, origin: tuple[str, int, str] | None = None) -> list[dict] | None:
+        """crossplane's statements for one file (cached), or None when it cannot be read or parsed.
+
+        `origin` (including file, line, include argument): where a read failure is reported, as nginx does.
+        """
         if path in self._parsed:
             return self._parsed[path]
         import crossplane
@@ -136,7 +140,10 @@ class _Reader:
         parse_path, text = self.files.read(path)
         parsed: list[dict] | None = None
         if parse_path is None:
-            self.error(path, text)
+            if origin is None:
+                self.error(path, text)
+            else:
+                self.error(origin[0], f"include {origin[2]}: {text}: {path}", origin[1])
         else:
             self.config.files.add(path)
             self.config.lines[path] = text.splitlines()
@@ -162,8 +169,8 @@ class _Reader:
         self._parsed[path] = parsed
         return parsed
 
-    def read(self, path: str, stack: tuple[str, ...] = ()) -> list[Stmt]:
-        parsed = self._parse(path)
+    def read(self, path: str, stack: tuple[str, ...] = (), origin: tuple[str, int, str] | None = None) -> list[Stmt]:
+        parsed = self._parse(path, origin)
         if parsed is None:
             return []
         return self._convert(parsed, path, (*stack, path))
@@ -200,7 +207,7 @@ class _Reader:
                 chain = " -> ".join(display_path(p) for p in (*stack[stack.index(name):], name))
                 self.error(path, f"include cycle: {chain}", line)
                 continue
-            out.extend(self.read(name, stack))
+            out.extend(self.read(name, stack, (path, line, pattern)))
         return out
 
 
