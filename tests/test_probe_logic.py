@@ -224,7 +224,7 @@ def test_nginx_fingerprint_and_buffered_points_at_proxy_buffering():
     assert diag.layer == "nginx (response buffering)"
     fixes = " ".join(diag.fixes)
     assert "proxy_buffering off;" in fixes and "X-Accel-Buffering: no" in fixes
-    assert "HTTP/1.0 upstream" in fixes  # the headers were held: nginx's HTTP/1.0 signature
+    assert "HTTP/1.0 upstream" in diag.why[0]  # the headers were held: nginx's HTTP/1.0 signature
 
 
 def test_streamed_has_no_fix_and_truncated_after_a_long_stall_blames_a_read_timeout():
@@ -234,6 +234,16 @@ def test_streamed_has_no_fix_and_truncated_after_a_long_stall_blames_a_read_time
     cut.end_s = 60.2
     diag = diagnose(cut, analyze(cut))
     assert diag.layer == "nginx (proxy_read_timeout)"
+    assert "proxy_read_timeout" in diag.fixes[0]
+    assert diag.why[0] == "the last bytes came 60.1 s before the stream was cut"
+
+
+def test_a_quick_cut_behind_nginx_names_the_stall_and_the_read_timeout_as_a_suspect():
+    cut = with_server(recording(paced(3, 0.05), error="closed", complete=False), "nginx")
+    cut.end_s = 1.12
+    diag = diagnose(cut, analyze(cut))
+    assert diag.layer == "nginx"
+    assert diag.why == ["the last bytes came 1.0 s before the stream was cut"]
     assert "proxy_read_timeout" in diag.fixes[0]
 
 

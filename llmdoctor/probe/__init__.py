@@ -99,6 +99,7 @@ class Trial:
             "metrics": self.analysis.metrics.to_dict(),
             "layer": self.diagnosis.layer,
             "fingerprints": self.diagnosis.fingerprints,
+            "why": self.diagnosis.why,
             "fixes": self.diagnosis.fixes,
             "notes": self.analysis.notes,
             "reads": [r.to_dict() for r in rec.reads],
@@ -145,6 +146,10 @@ class ProbeResult:
         return self.trial.diagnosis.layer
 
     @property
+    def why(self) -> list[str]:
+        return self.trial.diagnosis.why
+
+    @property
     def fixes(self) -> list[str]:
         return self.trial.diagnosis.fixes
 
@@ -164,6 +169,7 @@ class ProbeResult:
             "verdict": self.verdict,
             "reason": trial["reason"],
             "layer": trial["layer"],
+            "why": trial["why"],
             "fixes": trial["fixes"],
             "notes": trial["notes"],
             "votes": self.votes,

@@ -40,6 +40,7 @@ READ_TIMEOUT_GAP_S = 55.0
 class Diagnosis:
     layer: str | None = None  # the layer most likely responsible, in words
     fingerprints: list[str] = field(default_factory=list)  # what the response says about the path
+    why: list[str] = field(default_factory=list)  # what in the measurements points at that layer
     fixes: list[str] = field(default_factory=list)
 
 
@@ -69,16 +70,15 @@ def diagnose(rec: Recording, analysis: Analysis) -> Diagnosis:
         if nginx:
             diag.layer = "nginx (response buffering)"
             diag.fixes = [
-                ("in the nginx location that proxies this URL: `proxy_buffering off;` — or have the upstream "
+                ("in the nginx location that proxies this URL: `proxy_buffering off;`, or have the upstream "
                 "send the response header `X-Accel-Buffering: no` (and keep X-Accel-Buffering out of "
                 "`proxy_ignore_headers`)"),
                 "`proxy_http_version 1.1;` so the upstream answers chunked and each chunk is passed on",
                 "check the config statically: `llmdoctor nginx /etc/nginx/nginx.conf`",
             ]
             if analysis.metrics.headers_held:
-                diag.fixes.insert(0, "the headers were held with the body: nginx's signature with "
-                                  "`proxy_buffering on` and an HTTP/1.0 upstream (the default "
-                                  "`proxy_http_version` before nginx 1.29.7)")
+                diag.why.append("the headers were held with the body: nginx's signature with `proxy_buffering on` "
+                                "and an HTTP/1.0 upstream (the default `proxy_http_version` before nginx 1.29.7)")
         elif gzip:
             diag.layer = "compression (Content-Encoding " + (rec.header("content-encoding") or "") + ")"
             diag.fixes = [("turn compression off for text/event-stream (nginx: keep it out of `gzip_types`), or "
@@ -97,17 +97,21 @@ def diagnose(rec: Recording, analysis: Analysis) -> Diagnosis:
                           "port), then each proxy in front of it; for nginx set `proxy_buffering off;`")]
     elif analysis.verdict == TRUNCATED:
         gap = _stall_before_end(rec)
-        stalled = f"the last bytes came {gap:.1f} s before the stream was cut" if gap is not None else ""
+        if gap is not None:
+            diag.why.append(f"the last bytes came {gap:.1f} s before the stream was cut")
         if gap is not None and gap >= READ_TIMEOUT_GAP_S:
             diag.layer = "nginx (proxy_read_timeout)" if nginx else "a proxy's read timeout"
-            diag.fixes = [(f"{stalled}, like a proxy read timeout: raise it above the longest first-token delay "
-                          "or pause (nginx: `proxy_read_timeout 300s;`, default 60 s)")]
+            diag.why.append("a silence that long before the cut is a proxy's read timeout (nginx: 60 s default)")
+            diag.fixes = [("raise the read timeout above the longest first-token delay or pause "
+                          "(nginx: `proxy_read_timeout 300s;`)")]
         else:
             diag.layer = proxies[0] if proxies else (prints[0] if prints else None)
             timeouts = ("nginx's `proxy_read_timeout` (a silence longer than it cuts the stream) and "
                         if nginx else "each proxy's read timeout and ")
-            diag.fixes = [(f"{stalled + ': ' if stalled else ''}something closed the stream before its end: "
-                           f"check the application's logs for an error, {timeouts}body-size limits")]
+            diag.fixes = [("something closed the stream before its end: check the application's logs for an "
+                           f"error, {timeouts}body-size limits")]
+        if gzip and "decoded" in (rec.error or ""):
+            diag.fixes.append("the compressed body was corrupt: serve event streams uncompressed")
     return diag
 
 

@@ -89,6 +89,8 @@ def text_lines(result: ProbeResult) -> list[tuple[str, str]]:
         lines.append(("", f"  path        {', '.join(trial.diagnosis.fingerprints)}"))
     if result.layer:
         lines.append(("bold", f"  layer       {result.layer}"))
+    for why in trial.diagnosis.why:
+        lines.append(("", f"  why         {why}"))
     for fix in result.fixes:
         lines.append(("", f"  fix         {fix}"))
     for note in result.notes:
