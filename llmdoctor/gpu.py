@@ -265,7 +265,7 @@ def plan(snapshot: Snapshot, layout: Any, weights_per_gpu: int, overhead: int, u
         kv_memory = requested - weights_per_gpu - overhead
         result.append(Placement(
             device, uuid, total, free, requested, free >= total * utilization, kv_memory,
-            layout.cache_tokens(kv_memory) if kv_memory > 0 else 0,
+            layout.cache_tokens(kv_memory, seq, max_num_batched_tokens) if kv_memory > 0 else 0,
             layout.max_concurrency(kv_memory, seq, max_num_batched_tokens) if kv_memory > 0 else 0.0,
         ))
     return result

@@ -132,7 +132,8 @@ def test_reproduces_published_vllm_v1_log_qwen3_14b():
     assert layout.page_bytes == 65_536 and layout.group_size == 40 and len(layout.groups) == 1
     memory = int(6.51 * GIB)
     assert layout.num_blocks(memory) == 2_666
-    assert layout.cache_tokens(memory) == 42_656
+    assert layout.cache_tokens(memory, 32_768, 8192) == 42_656  # int(2666 / 2048 × 32768)
+    assert layout.cache_tokens_by_groups(memory) == 42_656  # 2666 × 16, as earlier V1 releases
     assert f"{layout.max_concurrency(memory, 32_768, 8192):.2f}" == "1.30"
     # vLLM prints the memory to 2 decimals: anything in 6.505..6.515 GiB gives 2,664..2,668 blocks
     assert layout.num_blocks(int(6.505 * GIB)) <= 2_666 <= layout.num_blocks(int(6.515 * GIB))
@@ -150,10 +151,11 @@ def test_reproduces_published_vllm_v0_block_counts_llama_3_1_8b():
     assert layout.num_blocks(int(3.805 * GIB)) <= 1952 <= layout.num_blocks(int(3.815 * GIB))
     assert layout.num_blocks(int(2.885 * GIB)) <= 1478 <= layout.num_blocks(int(2.895 * GIB))
     exact_3_81 = 1952 * 2 * 1024**2
-    assert layout.cache_tokens(exact_3_81) == 1952 * 16
+    assert layout.cache_tokens(exact_3_81, 20_000, 8192) == 1952 * 16
     assert f"{layout.max_concurrency(exact_3_81, 20_000, 8192):.2f}" == "1.56"
     exact_2_89 = 1478 * 2 * 1024**2
-    assert layout.cache_tokens(exact_2_89) == 23_648
+    assert layout.cache_tokens(exact_2_89, 29_000, 8192) == 23_641  # int(1478 / 1813 × 29000)
+    assert layout.cache_tokens_by_groups(exact_2_89) == 23_648  # the V0 figure: blocks × 16
     assert f"{layout.max_concurrency(exact_2_89, 29_000, 8192):.2f}" == "0.82"
 
 
@@ -167,12 +169,14 @@ def test_vllm_groups_hybrid_models_like_kv_cache_utils():
     memory = 40 * GIB
     blocks = memory // (16 * 8192) // 10  # page 131,072 B → 32,768 blocks
     assert layout.num_blocks(memory) == blocks == 32_768
-    assert layout.cache_tokens(memory) == blocks // 7 * 16 == 74_896
+    assert layout.cache_tokens_by_groups(memory) == blocks // 7 * 16 == 74_896  # earlier V1 releases
     # one 32,768-token request: full group cdiv(32768, 16) = 2048 blocks; each sliding group
     # cdiv(min(1024 - 1 + 8192, 32768), 16) + 1 = cdiv(9215, 16) + 1 = 576 + 1 = 577 blocks;
     # 2048 + 6 × 577 = 5510
     assert layout.blocks_per_request(32_768, 8192) == 5510
     assert layout.max_concurrency(memory, 32_768, 8192) == pytest.approx(32_768 / 5510)
+    # current vLLM: int(max_concurrency × max_model_len) = int(32768 / 5510 × 32768) = 194,871
+    assert layout.cache_tokens(memory, 32_768, 8192) == 194_871
     # gemma-2-9b: 21 + 21 → group_size 21, two groups
     g2 = PRESETS["gemma-2-9b"].arch()
     layout2 = vllm_layout(KVShape(g2, 2), 16, g2.windows)

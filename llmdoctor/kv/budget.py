@@ -7,10 +7,12 @@ vLLM figures follow vllm/v1/core/kv_cache_utils.py and vllm/v1/kv_cache_interfac
 - layers with the same spec form one group; a hybrid model (full + sliding layers) is split into groups of
   `group_size` layers (`_get_kv_cache_groups_uniform_page_size`).
 - num_blocks = kv_memory // page // group_size (`get_num_blocks`);
-  "GPU KV cache size" = num_blocks // num_groups × block_size tokens (`_report_kv_cache_config`);
   "Maximum concurrency" = num_blocks / Σ_groups blocks one request of max_model_len needs, where a full
   group needs cdiv(L, block) and a sliding group cdiv(min(window - 1 + max_num_batched_tokens, L), block) + 1
-  (`get_max_concurrency_for_kv_cache_config`, `SlidingWindowSpec.max_memory_usage_bytes`).
+  (`get_max_concurrency_for_kv_cache_config`, `SlidingWindowSpec.max_memory_usage_bytes`);
+  "GPU KV cache size" = int(max_concurrency × max_model_len) tokens in current vLLM (`_report_kv_cache_config`);
+  earlier V1 releases logged num_blocks // num_groups × block_size. Both agree for models without sliding
+  layers whenever max_model_len is a multiple of block_size.
 """
 
 from __future__ import annotations
@@ -96,7 +98,12 @@ class VllmLayout:
     def num_blocks(self, kv_memory: int) -> int:
         return max(0, kv_memory // self.page_bytes // self.group_size)
 
-    def cache_tokens(self, kv_memory: int) -> int:
+    def cache_tokens(self, kv_memory: int, max_model_len: int, max_num_batched_tokens: int) -> int:
+        """Current vLLM: int(max_concurrency × max_model_len), the same float operations as vLLM."""
+        return int(self.max_concurrency(kv_memory, max_model_len, max_num_batched_tokens) * max_model_len)
+
+    def cache_tokens_by_groups(self, kv_memory: int) -> int:
+        """Earlier V1 releases: num_blocks // num_groups × block_size (differs only for hybrid models)."""
         return self.num_blocks(kv_memory) // len(self.groups) * self.block_size
 
     def blocks_per_request(self, max_model_len: int, max_num_batched_tokens: int) -> int:
@@ -205,7 +212,11 @@ class Budget:
 
     def cache_tokens(self) -> int:
         assert self.kv_memory is not None
-        return self.layout().cache_tokens(self.kv_memory)
+        return self.layout().cache_tokens(self.kv_memory, self.seq, self.max_num_batched_tokens)
+
+    def cache_tokens_by_groups(self) -> int:
+        assert self.kv_memory is not None
+        return self.layout().cache_tokens_by_groups(self.kv_memory)
 
     def max_concurrency(self) -> float:
         assert self.kv_memory is not None

@@ -19,6 +19,14 @@ def vllm_log_lines(b: Budget) -> list[str]:
     ]
 
 
+def older_vllm_note(b: Budget) -> str | None:
+    """Earlier vLLM V1 releases computed the token figure per group; say so when it differs."""
+    legacy = b.cache_tokens_by_groups()
+    if legacy == b.cache_tokens():
+        return None
+    return f"earlier vLLM V1 releases log GPU KV cache size: {legacy:,} tokens ({len(b.layout().groups)} groups)"
+
+
 def warnings(b: Budget) -> list[str]:
     found = []
     if b.arch.max_position and b.seq > b.arch.max_position:
@@ -72,6 +80,7 @@ def to_dict(b: Budget, source: str) -> dict:
             "max_batch": max(0, b.largest_batch()),
             "max_seq": b.longest_seq(),
             "kv_cache_tokens": b.cache_tokens(),
+            "kv_cache_tokens_earlier_vllm": b.cache_tokens_by_groups(),
             "max_concurrency": round(b.max_concurrency(), 4),
             "vllm_log": vllm_log_lines(b),
             "grid": {"batches": batches, "seqs": seqs, "tight_above": TIGHT,
@@ -125,6 +134,9 @@ def render_text(b: Budget, source: str, out: TextIO) -> None:
                       else f"{longest:,} tokens at batch {b.batch}")
         for line in vllm_log_lines(b):
             table.add_row("vLLM would log", escape(line))
+        note = older_vllm_note(b)
+        if note:
+            table.add_row("", escape(note))
     console.print(table)
     for warning in warnings(b):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
