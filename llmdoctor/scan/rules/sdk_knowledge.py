@@ -1,0 +1,297 @@
+"""The LLM SDK knowledge (`rules/sdk-*.yaml`, `kind: tables`) as lookups for the SDK rules.
+
+Schema: docs/sdk-knowledge.md. A call is matched by its qualified name as the semantic model resolves it:
+`c = OpenAI(); c.chat.completions.create(...)` -> `openai.OpenAI.chat.completions.create`; the module client
+`openai.chat.completions.create(...)` -> the same path under the module `openai`. Transparent segments
+(`with_options`, `with_raw_response`, ...) are dropped before the lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmdoctor.errors import UserError
+
+METHOD_KINDS = ("generation", "streaming", "structured", "not_generation")
+GENERATING_KINDS = ("generation", "streaming", "structured")
+METHOD_KEYS = {"stream_twin", "async_twin", "async", "positional", "stream_kwarg", "report_on_unknown_receiver"}
+RECEIVER_KEYS = {"constructors", "module", "async", "async_twin", "pooled", "build_cost", "per_tenant", "timeout",
+                 "transparent_calls", "transparent_attributes", "methods", "request_methods"}
+METHOD_SET_KEYS = {"payload_kwargs", "exempt_when", "factories", *METHOD_KINDS}
+EXEMPT_KEYS = {"kwargs", "kwarg_equals", "kwarg_has_key"}
+
+
+@dataclass(frozen=True)
+class Exemptions:
+    """Keyword arguments that mean the output is consumed by code (LLM001 does not apply)."""
+
+    kwargs: frozenset[str] = frozenset()
+    kwarg_equals: tuple[tuple[str, Any], ...] = ()
+    kwarg_has_key: tuple[tuple[str, frozenset[str]], ...] = ()
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """A client type (by constructor) or a module that behaves like a client."""
+
+    name: str  # the qualified constructor or module name
+    table: str
+    is_module: bool
+    is_async: bool
+    async_twin: str | None = None
+    pooled: bool = False
+    build_cost: str | None = None
+    per_tenant: str | None = None
+    timeout: tuple[tuple[str, Any], ...] = ()
+    transparent: frozenset[str] = frozenset()
+
+    def timeout_get(self, key: str, default: Any = None) -> Any:
+        return dict(self.timeout).get(key, default)
+
+
+@dataclass(frozen=True)
+class Method:
+    path: str  # relative to the receiver: "chat.completions.create"
+    kind: str  # generation | streaming | structured | not_generation
+    receiver: Receiver
+    is_async: bool
+    stream_twin: str | None = None
+    async_twin: str | None = None  # a method on the same receiver
+    positional: tuple[str, ...] = ()
+    stream_kwarg: str = "stream"
+    unknown_receiver: bool = False
+    payload_kwargs: frozenset[str] = frozenset()
+    exempt: Exemptions = field(default_factory=Exemptions)
+
+    @property
+    def generates(self) -> bool:
+        return self.kind in GENERATING_KINDS
+
+    def async_fix(self, shown_receiver: str) -> str:
+        """The fix text for LLM004: the async twin of this call."""
+        if self.async_twin:
+            return f"`await {shown_receiver}.{self.async_twin}(...)`"
+        if self.receiver.async_twin:
+            return f"`await {self.receiver.async_twin}().{self.path}(...)` (one shared async client)"
+        return "an async client, or `await asyncio.to_thread(...)`"
+
+
+@dataclass
+class SdkKnowledge:
+    calls: dict[str, Method] = field(default_factory=dict)  # qualified call name -> method
+    unknown_chains: dict[str, Method] = field(default_factory=dict)  # method path -> method
+    receivers: dict[str, Receiver] = field(default_factory=dict)  # constructor / module name -> receiver
+    transparent: frozenset[str] = frozenset()
+    imports: frozenset[str] = frozenset()
+
+    def lookup(self, qualified: str | None) -> Method | None:
+        if not qualified:
+            return None
+        found = self.calls.get(qualified)
+        if found is None and self.transparent:
+            parts = [p for p in qualified.split(".") if p not in self.transparent]
+            found = self.calls.get(".".join(parts))
+        return found
+
+    def lookup_unknown(self, chain: str) -> Method | None:
+        """For a receiver of unknown origin: match `report_on_unknown_receiver` paths as a suffix."""
+        parts = [p for p in chain.split(".") if p not in self.transparent]
+        for path, method in self.unknown_chains.items():
+            want = path.split(".")
+            if len(parts) > len(want) and parts[-len(want):] == want:
+                return method
+        return None
+
+
+def build(knowledge: dict[str, dict]) -> SdkKnowledge:
+    """Index every knowledge document that has `clients`, `modules` or `method_sets`."""
+    result = SdkKnowledge()
+    transparent: set[str] = set()
+    imports: set[str] = set()
+    pending_factories: list[tuple[Receiver, str, str]] = []
+    for stem, doc in sorted(knowledge.items()):
+        if not isinstance(doc, dict) or not ({"clients", "modules", "method_sets"} & doc.keys()):
+            continue
+        validate(stem, doc)
+        imports.update(doc.get("imports") or ())
+        sets = doc.get("method_sets") or {}
+        for entry in doc.get("clients") or []:
+            for constructor in entry["constructors"]:
+                receiver = _receiver(stem, constructor, entry, is_module=False)
+                transparent.update(receiver.transparent)
+                result.receivers[constructor] = receiver
+                _index(result, receiver, constructor, entry.get("methods") or [], sets, pending_factories)
+        for entry in doc.get("modules") or []:
+            receiver = _receiver(stem, entry["module"], entry, is_module=True)
+            result.receivers[entry["module"]] = receiver
+            _index(result, receiver, entry["module"], entry.get("methods") or [], sets, pending_factories)
+    for owner, prefix, product in pending_factories:
+        target = result.receivers.get(product)
+        if target is None:
+            continue
+        for name, method in list(result.calls.items()):
+            if method.receiver is target and name.startswith(product + "."):
+                result.calls.setdefault(f"{prefix}.{method.path}", method)
+    result.transparent = frozenset(transparent)
+    result.imports = frozenset(imports)
+    return result
+
+
+def _receiver(stem: str, name: str, entry: dict, is_module: bool) -> Receiver:
+    return Receiver(
+        name=name, table=stem, is_module=is_module, is_async=bool(entry.get("async", False)),
+        async_twin=entry.get("async_twin"), pooled=bool(entry.get("pooled", False)),
+        build_cost=entry.get("build_cost"), per_tenant=entry.get("per_tenant"),
+        timeout=tuple(sorted((entry.get("timeout") or {}).items())),
+        transparent=frozenset([*(entry.get("transparent_calls") or ()), *(entry.get("transparent_attributes") or ())]),
+    )
+
+
+def _index(result: SdkKnowledge, receiver: Receiver, prefix: str, set_names: list[str], sets: dict,
+           pending_factories: list) -> None:
+    for set_name in set_names:
+        method_set = sets[set_name]
+        exempt = _exemptions(method_set.get("exempt_when") or {})
+        payload = frozenset(method_set.get("payload_kwargs") or ())
+        for kind in METHOD_KINDS:
+            entries = method_set.get(kind) or {}
+            items = entries.items() if isinstance(entries, dict) else ((path, {}) for path in entries)
+            for path, options in items:
+                options = options or {}
+                method = Method(
+                    path=path, kind=kind, receiver=receiver,
+                    is_async=bool(options.get("async", receiver.is_async)),
+                    stream_twin=options.get("stream_twin"), async_twin=options.get("async_twin"),
+                    positional=tuple(options.get("positional") or ()),
+                    stream_kwarg=options.get("stream_kwarg", "stream"),
+                    unknown_receiver=bool(options.get("report_on_unknown_receiver", False)),
+                    payload_kwargs=payload, exempt=exempt,
+                )
+                result.calls.setdefault(f"{prefix}.{path}", method)
+                if method.unknown_receiver:
+                    result.unknown_chains.setdefault(path, method)
+        for path, product in (method_set.get("factories") or {}).items():
+            pending_factories.append((receiver, f"{prefix}.{path}", product))
+
+
+def _exemptions(data: dict) -> Exemptions:
+    return Exemptions(
+        kwargs=frozenset(data.get("kwargs") or ()),
+        kwarg_equals=tuple(sorted((data.get("kwarg_equals") or {}).items())),
+        kwarg_has_key=tuple(sorted((k, frozenset(v)) for k, v in (data.get("kwarg_has_key") or {}).items())),
+    )
+
+
+def validate(stem: str, doc: dict) -> None:
+    """Check the SDK schema; a malformed table names the file and the key (exit 2, no traceback)."""
+
+    def fail(key: str, problem: str) -> UserError:
+        return UserError(f"rules file {stem}.yaml: key '{key}': {problem}")
+
+    sets = doc.get("method_sets") or {}
+    if not isinstance(sets, dict):
+        raise fail("method_sets", "must be a mapping of method-set name -> methods")
+    for key in ("clients", "modules"):
+        entries = doc.get(key) or []
+        if not isinstance(entries, list):
+            raise fail(key, "must be a list")
+        for index, entry in enumerate(entries):
+            where = f"{key}[{index}]"
+            if not isinstance(entry, dict):
+                raise fail(where, "must be a mapping")
+            unknown = set(entry) - RECEIVER_KEYS
+            if unknown:
+                raise fail(f"{where}.{sorted(unknown)[0]}", f"unknown key (allowed: {', '.join(sorted(RECEIVER_KEYS))})")
+            if key == "clients" and not entry.get("constructors"):
+                raise fail(f"{where}.constructors", "a client needs at least one qualified constructor name")
+            if key == "modules" and not entry.get("module"):
+                raise fail(f"{where}.module", "a module entry needs the module's qualified name")
+            if "async" not in entry:
+                raise fail(f"{where}.async", "say whether the calls must be awaited (true/false)")
+            for set_name in entry.get("methods") or []:
+                if set_name not in sets:
+                    raise fail(f"{where}.methods", f"no method set named '{set_name}'")
+    for set_name, method_set in sets.items():
+        where = f"method_sets.{set_name}"
+        if not isinstance(method_set, dict):
+            raise fail(where, "must be a mapping")
+        unknown = set(method_set) - METHOD_SET_KEYS
+        if unknown:
+            raise fail(f"{where}.{sorted(unknown)[0]}", f"unknown key (allowed: {', '.join(sorted(METHOD_SET_KEYS))})")
+        unknown = set(method_set.get("exempt_when") or {}) - EXEMPT_KEYS
+        if unknown:
+            raise fail(f"{where}.exempt_when.{sorted(unknown)[0]}", "unknown key")
+        for kind in METHOD_KINDS:
+            entries = method_set.get(kind) or {}
+            if kind == "generation" and not isinstance(entries, dict):
+                raise fail(f"{where}.generation", "must be a mapping of method path -> options ({} for none)")
+            if isinstance(entries, dict):
+                for path, options in entries.items():
+                    if options and set(options) - METHOD_KEYS:
+                        bad = sorted(set(options) - METHOD_KEYS)[0]
+                        raise fail(f"{where}.{kind}.{path}.{bad}", f"unknown key (allowed: {', '.join(sorted(METHOD_KEYS))})")
+
+
+_CACHE: dict[str, SdkKnowledge] = {}
+
+
+def sdk_knowledge(catalog) -> SdkKnowledge:
+    """The index for this catalog, built once per catalog fingerprint."""
+    key = getattr(catalog, "fingerprint", None) or str(id(catalog))
+    found = _CACHE.get(key)
+    if found is None:
+        found = _CACHE[key] = build(catalog.knowledge)
+    return found
+
+
+def sync_sdk_call_entries(knowledge: SdkKnowledge) -> list[dict[str, str]]:
+    """The flat `sync_sdk_calls` table LLM004 reads: every generating call on a sync receiver."""
+    entries: dict[str, str] = {}
+    for name, method in knowledge.calls.items():
+        if not method.generates or method.is_async:
+            continue
+        receiver = method.receiver
+        shown = receiver.name if receiver.is_module else "<client>"
+        fix = method.async_fix(shown)
+        variants = [name]
+        prefix = name[: len(name) - len(method.path) - 1]
+        if "with_options" in receiver.transparent:
+            variants.append(f"{prefix}.with_options.{method.path}")
+        if "with_raw_response" in receiver.transparent and "." in method.path:
+            head, _, last = method.path.rpartition(".")
+            variants.append(f"{prefix}.{head}.with_raw_response.{last}")
+        for variant in variants:
+            entries.setdefault(variant, fix)
+    return [{"name": name, "use_instead": fix} for name, fix in sorted(entries.items())]
+
+
+SYNC_TABLE_FILE = "sdk-sync-calls.yaml"
+SYNC_TABLE_HEADER = """\
+# GENERATED from the sdk-*.yaml tables by `python -m llmdoctor.scan.rules.sdk_knowledge > rules/sdk-sync-calls.yaml`
+# (tests/test_sdk_rules.py fails when it is stale). LLM004 reads this flat table: text-generation calls on a
+# SYNC SDK client or module, as the semantic model names them, with the async twin as the fix.
+kind: tables
+description: Generated. Generation calls on sync LLM SDK clients (LLM004 inside async def).
+tables:
+  sync_sdk_calls:
+"""
+
+
+def render_sync_table(knowledge: SdkKnowledge) -> str:
+    import json
+
+    lines = [SYNC_TABLE_HEADER]
+    for entry in sync_sdk_call_entries(knowledge):
+        lines.append(f"    - {{name: {entry['name']}, use_instead: {json.dumps(entry['use_instead'])}}}\n")
+    return "".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from llmdoctor.scan.catalog import load_catalog
+
+    catalog = load_catalog()
+    catalog.knowledge.pop(SYNC_TABLE_FILE.removesuffix(".yaml"), None)
+    sys.stdout.write(render_sync_table(build(catalog.knowledge)))
