@@ -76,10 +76,14 @@ def test_json_output_carries_verdict_measurements_and_trials(cli):
         result = cli("probe", upstream.url, "--format", "json", "--trials", "2", "--timeout", "10")
     assert result.returncode == 0, result
     data = json.loads(result.stdout)
+    assert set(data) == {"url", "method", "request", "verdict", "reason", "layer", "why", "fixes", "notes",
+                         "votes", "trials"}
     assert data["verdict"] == "streamed"
     assert data["votes"] == {"streamed": 2}
     assert len(data["trials"]) == 2
     trial = data["trials"][0]
+    assert {"status", "headers", "timings", "complete", "timed_out", "error", "event_format", "body_bytes",
+            "metrics", "fingerprints", "reads"} <= set(trial)
     assert trial["metrics"]["events"] == 9
     assert trial["status"] == 200 and trial["done_seen"] is True
     assert set(trial["timings"]) == {"connect_s", "tls_s", "headers_s", "first_byte_s", "first_event_s",
