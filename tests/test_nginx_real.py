@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.nginx import nginx_dump, nginx_test, require_nginx, running_nginx
+from support.nginx import nginx_dump, nginx_test, require_nginx, running_nginx, sandboxed_copy
 from support.servers import PacedSSEServer
 
 from llmdoctor.nginx.check import check
@@ -187,13 +187,13 @@ def _valid_fixtures() -> list[Path]:
 
 @pytest.mark.parametrize("conf", _valid_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_nginx_accepts_the_valid_fixtures(tmp_path, conf):
-    proc = nginx_test(require_nginx(), conf, tmp_path)
+    proc = nginx_test(require_nginx(), sandboxed_copy(conf, tmp_path), tmp_path)
     assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.parametrize("name", ["unbalanced.conf", "stray_brace.conf"])
 def test_nginx_rejects_the_malformed_fixtures_on_the_line_llmdoctor_reports(tmp_path, name):
-    conf = FIXTURES / "malformed" / name
+    conf = sandboxed_copy(FIXTURES / "malformed" / name, tmp_path)
     proc = nginx_test(require_nginx(), conf, tmp_path)
     assert proc.returncode != 0
     error = check([str(conf)]).errors[0]
@@ -201,7 +201,7 @@ def test_nginx_rejects_the_malformed_fixtures_on_the_line_llmdoctor_reports(tmp_
 
 
 def test_a_fresh_nginx_T_dump_gives_the_same_findings_as_the_files(tmp_path, cli):
-    main = FIXTURES / "includes" / "nginx.conf"
+    main = sandboxed_copy(FIXTURES / "includes" / "nginx.conf", tmp_path)
     dump = nginx_dump(require_nginx(), main, tmp_path)
     assert dump.startswith(f"# configuration file {main}:")
     (tmp_path / "dump.txt").write_text(dump)

@@ -11,6 +11,7 @@ process started here is the whole server and is killed in `finally`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -75,22 +76,42 @@ def nginx_conf(prefix: Path, port: int, upstream_port: int, location_body: str, 
     )
 
 
-def nginx_test(binary: str, conf: Path, prefix: Path) -> subprocess.CompletedProcess:
-    """`nginx -t` on a config, with pid/logs under `prefix`."""
+def sandboxed_copy(conf: Path, prefix: Path) -> Path:
+    """A copy of `conf`'s folder under `prefix`, its main file writing only under `prefix`.
+
+    nginx -t still creates the pid file and opens the access log and temp paths, by default in /run and
+    /var: the copy gets `access_log off` and temp paths under `prefix`, appended to its `http {` line so that
+    every line number stays what it is in the original.
+    """
+    copy_dir = prefix / "conf"
+    shutil.copytree(conf.parent, copy_dir, dirs_exist_ok=True)
+    main = copy_dir / conf.name
+    lines = main.read_text().splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if re.match(r"\s*http\s*\{\s*(#.*)?$", line):
+            lines[index] = line.rstrip("\n").split("#")[0] + " " + http_prefix_directives(prefix).replace("\n", " ") + "\n"
+            break
+    main.write_text("".join(lines))
+    return main
+
+
+def _nginx_check(binary: str, flag: str, conf: Path, prefix: Path) -> subprocess.CompletedProcess:
     prefix_directives(prefix)
     return subprocess.run(
-        [binary, "-t", "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "logs" / "error.log")],
+        [binary, flag, "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "logs" / "error.log"),
+         "-g", f"pid {prefix}/logs/nginx.pid;"],
         check=False, capture_output=True, text=True, timeout=30,
     )
+
+
+def nginx_test(binary: str, conf: Path, prefix: Path) -> subprocess.CompletedProcess:
+    """`nginx -t` on a config (already sandboxed: see sandboxed_copy), with pid and logs under `prefix`."""
+    return _nginx_check(binary, "-t", conf, prefix)
 
 
 def nginx_dump(binary: str, conf: Path, prefix: Path) -> str:
     """`nginx -T`: the configuration dump nginx itself prints (stdout)."""
-    prefix_directives(prefix)
-    proc = subprocess.run(
-        [binary, "-T", "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "logs" / "error.log")],
-        check=False, capture_output=True, text=True, timeout=30,
-    )
+    proc = _nginx_check(binary, "-T", conf, prefix)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
