@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from llmdoctor.nginx.config import Stmt
 from llmdoctor.nginx.effective import Level, Unit, parse_time
-from llmdoctor.report.model import RuleInfo
+from llmdoctor.report.model import RuleInfo, display_path
 
 DEFAULT_READ_TIMEOUT_S = 60.0
 HTTP11_DEFAULT_SINCE = (1, 29, 7)  # nginx >= 1.29.7 speaks HTTP/1.1 to proxied upstreams by default
@@ -61,8 +61,6 @@ RULES = [
 
 
 def _where(stmt: Stmt) -> str:
-    from llmdoctor.report.model import display_path
-
     return f"{display_path(stmt.path)}:{stmt.line}"
 
 
