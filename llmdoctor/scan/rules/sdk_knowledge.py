@@ -202,7 +202,7 @@ def validate(stem: str, doc: dict) -> None:
                 raise fail(where, "must be a mapping")
             unknown = set(entry) - RECEIVER_KEYS
             if unknown:
-                raise fail(f"{where}.{sorted(unknown)[0]}", f"unknown key (allowed: {', '.join(sorted(RECEIVER_KEYS))})")
+                raise fail(f"{where}.{min(unknown)}", f"unknown key (allowed: {', '.join(sorted(RECEIVER_KEYS))})")
             if key == "clients" and not entry.get("constructors"):
                 raise fail(f"{where}.constructors", "a client needs at least one qualified constructor name")
             if key == "modules" and not entry.get("module"):
@@ -218,10 +218,10 @@ def validate(stem: str, doc: dict) -> None:
             raise fail(where, "must be a mapping")
         unknown = set(method_set) - METHOD_SET_KEYS
         if unknown:
-            raise fail(f"{where}.{sorted(unknown)[0]}", f"unknown key (allowed: {', '.join(sorted(METHOD_SET_KEYS))})")
+            raise fail(f"{where}.{min(unknown)}", f"unknown key (allowed: {', '.join(sorted(METHOD_SET_KEYS))})")
         unknown = set(method_set.get("exempt_when") or {}) - EXEMPT_KEYS
         if unknown:
-            raise fail(f"{where}.exempt_when.{sorted(unknown)[0]}", "unknown key")
+            raise fail(f"{where}.exempt_when.{min(unknown)}", "unknown key")
         for kind in METHOD_KINDS:
             entries = method_set.get(kind) or {}
             if kind == "generation" and not isinstance(entries, dict):
@@ -229,7 +229,7 @@ def validate(stem: str, doc: dict) -> None:
             if isinstance(entries, dict):
                 for path, options in entries.items():
                     if options and set(options) - METHOD_KEYS:
-                        bad = sorted(set(options) - METHOD_KEYS)[0]
+                        bad = min(set(options) - METHOD_KEYS)
                         raise fail(f"{where}.{kind}.{path}.{bad}", f"unknown key (allowed: {', '.join(sorted(METHOD_KEYS))})")
 
 
