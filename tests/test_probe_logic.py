@@ -321,3 +321,31 @@ def test_timeline_shows_one_mark_per_event_read_and_counts_for_bursts():
     assert headers_cell == 0
     cells, _, _ = timeline(make_trial(recording([(0.5, 3), (1.0, 3)])), width=5)
     assert cells == "..3.3"
+
+
+# ----------------------------------------------------------------------------- read grouping
+
+
+def test_pieces_of_one_socket_read_are_one_read_and_a_new_socket_read_after_a_gap_is_a_new_one():
+    from llmdoctor.probe.record import READ_GAP_S, _add_piece
+
+    rec = Recording(status=200)
+    counter = EventCounter(SSE)
+    event = b"data: x\n\n"
+    _add_piece(rec, 0.100, event, Decoder(""), counter, 1)
+    _add_piece(rec, 0.100 + 5 * READ_GAP_S, event, Decoder(""), counter, 1)  # same socket read, late piece
+    _add_piece(rec, 0.200, event, Decoder(""), counter, 2)  # a later socket read
+    _add_piece(rec, 0.200 + READ_GAP_S / 2, event, Decoder(""), counter, 3)  # was already waiting: continues
+    assert [(r.t, r.events) for r in rec.reads] == [(0.100, 2), (0.200, 2)]
+    assert rec.event_times == [0.100, 0.100, 0.200, 0.200]
+    assert rec.body_bytes == 4 * len(event)
+
+
+def test_without_socket_read_counts_the_time_gap_decides():
+    from llmdoctor.probe.record import READ_GAP_S, _add_piece
+
+    rec = Recording(status=200)
+    counter = EventCounter(SSE)
+    for t in (0.1, 0.1 + READ_GAP_S / 2, 0.3):
+        _add_piece(rec, t, b"data: x\n\n", Decoder(""), counter, None)
+    assert [r.events for r in rec.reads] == [2, 1]

@@ -39,7 +39,7 @@ from llmdoctor.probe.analyze import (
     analyze,
 )
 from llmdoctor.probe.diagnose import Diagnosis, diagnose
-from llmdoctor.probe.record import ProbeRequest, Recording, record
+from llmdoctor.probe.record import ProbeRequest, Recording, record_trial
 from llmdoctor.probe.redact import redact_headers, redact_url, scrub, secret_values
 
 __all__ = [
@@ -248,7 +248,7 @@ def run_probe(
                            timeout=float(timeout), shown_url=shown)
     done: list[Trial] = []
     for _ in range(trials):
-        rec = record(request)
+        rec = record_trial(request)
         analysis = analyze(rec, min_events=min_events, expect_done=expect_done)
         done.append(Trial(rec, analysis, diagnose(rec, analysis), secrets))
     verdict, votes = vote([t.verdict for t in done])

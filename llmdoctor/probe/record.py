@@ -1,9 +1,12 @@
 """Send one request with httpx and record what arrives when: headers, each read, each event.
 
 Times are seconds since the request started (before the connection is opened). A *read* is the bytes that
-arrived together: httpx hands the body over in pieces (one per HTTP chunk), and pieces that follow each other
-within `READ_GAP_S` came from the same network read, so they are merged. The whole exchange is bounded by the
-timeout: before the headers that is an error (could not probe); after, the recording stops and is analysed.
+arrived together. httpx hands the body over in pieces (one per HTTP chunk); the probe counts the socket reads
+underneath (httpcore's `network_stream`), so pieces from one socket read are one read, and a socket read that
+follows the previous one within `READ_GAP_S` (data that was already waiting in the kernel: a burst larger than
+one 64 KiB read) continues it. Without that extension, the time gap alone decides. The whole exchange is bounded
+by the timeout: before the headers that is an error (could not probe); after, the recording stops and is
+analysed.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from llmdoctor.errors import UserError
 from llmdoctor.probe.events import Decoder, EventCounter, event_format_for
 
-READ_GAP_S = 0.002
+READ_GAP_S = 0.001
 SNIPPET_BYTES = 300
 
 
@@ -70,6 +73,7 @@ class Recording:
     snippet: bytes = b""  # the start of the decoded body (shown for error statuses)
     phase: str = "connect"  # where the exchange is: connect, tls, request, body
     _last_piece_t: float = -1.0
+    _last_piece_read: int | None = None
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -102,7 +106,7 @@ class _UnjoinedExecutor(concurrent.futures.ThreadPoolExecutor):
         return None
 
 
-def record(request: ProbeRequest) -> Recording:
+def record_trial(request: ProbeRequest) -> Recording:
     """Run the request to the end or to the timeout. Raise UserError if no response headers arrived.
 
     Runs its own event loop; from a thread that already runs one, it runs in a helper thread.
@@ -215,10 +219,12 @@ async def _read_body(response, rec: Recording, now) -> None:
     decoder = Decoder(rec.header("content-encoding") or "")
     rec.decodable = decoder.supported
     counter = EventCounter(event_format_for(rec.header("content-type") or ""))
+    socket_reads = _socket_read_counter(response)
     try:
         async for piece in response.aiter_raw():
             t = now()
-            _add_piece(rec, t, piece, decoder if decoder.supported else None, counter)
+            _add_piece(rec, t, piece, decoder if decoder.supported else None, counter,
+                       socket_reads[0] if socket_reads else None)
         rec.complete = True
         if decoder.supported:
             completed = counter.finish()
@@ -237,14 +243,37 @@ async def _read_body(response, rec: Recording, now) -> None:
         rec.done_seen = counter.done_seen
 
 
-def _add_piece(rec: Recording, t: float, piece: bytes, decoder: Decoder | None, counter: EventCounter) -> None:
-    if rec.reads and t - rec._last_piece_t <= READ_GAP_S:
+def _socket_read_counter(response) -> list[int] | None:
+    """Count the socket reads of this response's connection: a one-item list that each read increments."""
+    stream = response.extensions.get("network_stream")
+    original = getattr(stream, "read", None)
+    if original is None:
+        return None
+    count = [0]
+
+    async def counting_read(*args, **kwargs):
+        data = await original(*args, **kwargs)
+        count[0] += 1
+        return data
+
+    try:
+        stream.read = counting_read  # the connection reads through this same object
+    except AttributeError:
+        return None
+    return count
+
+
+def _add_piece(rec: Recording, t: float, piece: bytes, decoder: Decoder | None, counter: EventCounter,
+               socket_read: int | None) -> None:
+    same_read = socket_read is not None and socket_read == rec._last_piece_read
+    if rec.reads and (same_read or t - rec._last_piece_t <= READ_GAP_S):
         read = rec.reads[-1]
         read.size += len(piece)
     else:
         read = Read(t, len(piece))
         rec.reads.append(read)
     rec._last_piece_t = t
+    rec._last_piece_read = socket_read
     rec.body_bytes += len(piece)
     if decoder is None:
         return
