@@ -13,22 +13,22 @@ def register(app: typer.Typer) -> None:
 
 
 def probe(
-    url: str = typer.Argument(..., help="The endpoint to probe, e.g. https://llm.example.com/v1/chat/completions."),
-    method: str = typer.Option(None, "--method", "-X", help="HTTP method (default GET, or POST with a body)."),
-    header: list[str] = typer.Option(None, "--header", "-H", help="A request header 'Name: value' "
+    url: str = typer.Argument(..., metavar="URL", help="The endpoint to probe, e.g. https://llm.example.com/v1/chat/completions."),
+    method: str = typer.Option(None, "--method", "-X", metavar="METHOD", help="HTTP method (default GET, or POST with a body)."),
+    header: list[str] = typer.Option(None, "--header", "-H", metavar="'NAME: VALUE'", help="A request header 'Name: value' "
                                      "(repeatable). Secret values never appear in the output."),
-    data: str = typer.Option(None, "--data", "-d", help="Request body, as is; @FILE reads a file, @- stdin."),
-    json_body: str = typer.Option(None, "--json", help="JSON request body (validated, sent with Content-Type: "
+    data: str = typer.Option(None, "--data", "-d", metavar="BODY", help="Request body, as is; @FILE reads a file, @- stdin."),
+    json_body: str = typer.Option(None, "--json", metavar="JSON", help="JSON request body (validated, sent with Content-Type: "
                                   "application/json); @FILE reads a file, @- stdin."),
     openai: str = typer.Option(None, "--openai", metavar="MODEL", help="Probe an OpenAI-compatible endpoint: "
                                "POST a streaming chat-completions request for MODEL (a base URL gets "
-                               "/chat/completions appended); a stream without `data: [DONE]` is truncated."),
-    trials: int = typer.Option(1, "--trials", min=1, max=50, help="Repeat the probe N times and vote."),
-    timeout: float = typer.Option(30.0, "--timeout", help="Seconds each trial may take, connection included; "
+                               "/v1/chat/completions appended); a stream without `data: [DONE]` is truncated."),
+    trials: int = typer.Option(1, "--trials", min=1, max=50, metavar="N", help="Repeat the probe N times and vote."),
+    timeout: float = typer.Option(30.0, "--timeout", metavar="SECONDS", help="Seconds each trial may take, connection included; "
                                   "the recording stops there."),
-    min_events: int = typer.Option(5, "--min-events", min=2, help="Events needed for a verdict (fewer: "
+    min_events: int = typer.Option(5, "--min-events", min=2, metavar="N", help="Events needed for a verdict (fewer: "
                                    "inconclusive)."),
-    fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
+    fmt: str = typer.Option("text", "--format", metavar="text|json", help="Output format: text or json."),
 ) -> None:
     """Measure whether a live endpoint streams: time to headers, each read, each event; verdict and fix.
 
