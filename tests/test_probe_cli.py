@@ -202,6 +202,8 @@ def test_url_password_is_redacted_in_error_messages(cli):
     (["http://x/", "--data", "a", "--json", "{}"], "give one request body: --data and --json"),
     (["http://x/", "--format", "sarif"], "--format: 'sarif' is not one of text, json"),
     (["http://x/", "--timeout", "0"], "--timeout must be more than 0 seconds"),
+    (["http://x/", "-H", "X-Name: caf\u00e9"], "-H/--header 'X-Name': the value is not ASCII"),
+    (["http://x/", "-X", "BAD METHOD"], "--method 'BAD METHOD' is not an HTTP method"),
 ])
 def test_bad_arguments_exit_2(cli, args, message):
     assert_could_not_probe(cli("probe", *args), message)

@@ -20,6 +20,7 @@ Runs its own asyncio loop: call it from synchronous code (not from inside a runn
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -213,6 +214,23 @@ def check_url(url: str) -> None:
         raise UserError(f"URL {redact_url(url)!r} has no host: {hint}")
 
 
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def check_request(method: str, headers: list[tuple[str, str]]) -> None:
+    """Reject what HTTP cannot carry, naming the option (values of headers are never echoed: secrets)."""
+    if not _TOKEN.fullmatch(method):
+        raise UserError(f"--method {method!r} is not an HTTP method (e.g. GET, POST)")
+    for name, value in headers:
+        if not _TOKEN.fullmatch(name):
+            raise UserError(f"-H/--header {name!r}: not a valid header name")
+        if any(ch in value for ch in "\r\n\0"):
+            raise UserError(f"-H/--header {name!r}: the value contains a line break")
+        if not value.isascii():
+            raise UserError(f"-H/--header {name!r}: the value is not ASCII (HTTP header values are; "
+                            "percent-encode or base64 it)")
+
+
 def run_probe(
     url: str,
     *,
@@ -236,6 +254,7 @@ def run_probe(
     if min_events < 2:
         raise UserError(f"min_events must be at least 2 (got {min_events})")
     header_list = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
+    check_request(method, header_list)
     given = {name.lower() for name, _ in header_list}
     if "accept-encoding" not in given:  # only codings the probe can decode to count events
         header_list.append(("Accept-Encoding", "gzip, deflate"))
