@@ -134,6 +134,9 @@ class TokenizerPerCall(Rule):
                 self._escape(part, frame, top=False)
         elif isinstance(expr, cst.Await):
             self._escape(expr.expression, frame, top=False)
+        elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+            # Wrapper(enc._pat_str), self.__dict__ = enc.__dict__: state of the tokenizer flows out
+            self._escape(expr.value, frame, top=False)
 
     # -------------------------------------------------------------- candidates
 
