@@ -159,10 +159,16 @@ def test_refused_port_is_an_error():
         run_probe(f"http://127.0.0.1:{free_port()}/", timeout=5)
 
 
-@pytest.mark.parametrize("url", ["localhost:8000", "ftp://host/x", "http://", "not a url"])
+@pytest.mark.parametrize("url", ["localhost:8000", "ftp://host/x", "http://", "not a url", "http://[::1"])
 def test_bad_urls_are_errors(url):
     with pytest.raises(UserError, match="http:// or https:// URL"):
         run_probe(url)
+
+
+@pytest.mark.parametrize("port", [0, 99999])
+def test_ports_out_of_range_are_errors(port):
+    with pytest.raises(UserError, match=f"port {port} is not in 1-65535"):
+        run_probe(f"http://127.0.0.1:{port}/")
 
 
 def test_timeout_mid_stream_stops_the_recording_and_judges_what_arrived():

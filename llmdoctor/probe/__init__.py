@@ -212,6 +212,8 @@ def check_url(url: str) -> None:
         raise UserError(f"URL {redact_url(url)!r} is not an http:// or https:// URL: {hint}")
     if not parsed.host:
         raise UserError(f"URL {redact_url(url)!r} has no host: {hint}")
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise UserError(f"URL {redact_url(url)!r}: port {parsed.port} is not in 1-65535")
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
