@@ -138,6 +138,7 @@ class Catalog:
     sources: list[str] = field(default_factory=list)
     knowledge: dict[str, dict] = field(default_factory=dict)  # `kind: tables` documents, by file stem
     fingerprint: str = ""  # sha256 of every source file's bytes, in load order (cache key material)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived data (pre-filter regexes)
 
     def table(self, name: str) -> Table:
         """The table `name`; an empty one when no file defines it (optional knowledge tables)."""
@@ -197,7 +198,8 @@ def _read_yaml(path: Path, digest) -> dict:
         raise UserError(f"{path}: cannot read rule file: {err.strerror or err}") from None
     digest.update(str(path.name).encode() + b"\0" + raw + b"\0")
     try:
-        data = yaml.safe_load(raw)
+        # libyaml's loader when present: ~9x faster than the pure-Python one on the shipped tables
+        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -12,6 +12,7 @@ that were reported (positions are costly in libcst).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -66,10 +67,18 @@ class Rule:
 
     @classmethod
     def may_fire(cls, spec: "RuleSpec", catalog: "Catalog", source: str) -> bool:
-        if not all(literal in source for literal in cls.required_literals(spec, catalog)):
+        """The pre-filter: literals are matched as whole words (`os` does not match `post`)."""
+        key = ("prefilter", cls.code)
+        compiled = catalog.memo.get(key)
+        if compiled is None:
+            compiled = catalog.memo[key] = (
+                [_word_regex([lit]) for lit in sorted(cls.required_literals(spec, catalog))],
+                _word_regex(sorted(cls.any_literals(spec, catalog))),
+            )
+        required, any_of = compiled
+        if not all(regex.search(source) for regex in required):
             return False
-        any_of = cls.any_literals(spec, catalog)
-        return not any_of or any(literal in source for literal in any_of)
+        return any_of is None or any_of.search(source) is not None
 
     # ------------------------------------------------------------------ helpers
 
@@ -84,3 +93,15 @@ class Rule:
             rule=self.code, node=node, statement=statement or self.context.statement, message=message,
             severity=severity or self.spec.severity, fix=fix, extra=extra,
         ))
+
+
+def _word_regex(literals) -> "re.Pattern | None":
+    literals = [lit for lit in literals if lit]
+    if not literals:
+        return None
+    alternatives = "|".join(
+        (r"\b" if lit[0].isalnum() or lit[0] == "_" else "") + re.escape(lit)
+        + (r"\b" if lit[-1].isalnum() or lit[-1] == "_" else "")
+        for lit in literals
+    )
+    return re.compile(alternatives)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from functools import lru_cache
 
 from llmdoctor.scan.rule import Rule
 
 
+@lru_cache(maxsize=1)
 def rule_classes() -> dict[str, type[Rule]]:
-    """Every implemented rule, by id."""
+    """Every implemented rule, by id (imported once per process)."""
     found: dict[str, type[Rule]] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         if not info.name.startswith("llm"):

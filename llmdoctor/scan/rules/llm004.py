@@ -30,6 +30,9 @@ class BlockingCallInAsync(Rule):
                 break
         if entry is None:
             return
+        marker = entry.get("nonblocking_with")
+        if marker and any(_mentions(arg.value, marker) for arg in node.args):
+            return
         function = context.function
         shown = callee.removeprefix("builtins.")
         instead = entry.get("use_instead")
@@ -39,3 +42,10 @@ class BlockingCallInAsync(Rule):
             fix=f"use {instead}" if instead else "await an async equivalent or asyncio.to_thread(...)",
             call=callee,
         )
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    """Whether `name` occurs as a Name (or attribute) anywhere in `node` (e.g. WNOHANG in os.WNOHANG | x)."""
+    if isinstance(node, cst.Name):
+        return node.value == name
+    return any(_mentions(child, name) for child in node.children)
