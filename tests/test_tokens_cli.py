@@ -206,3 +206,17 @@ def test_folder_with_nothing_to_count(cli, tmp_path):
     (tmp_path / "prompts" / "a.md").write_text("hi")
     _clean_failure(cli("tokens", "prompts", "--glob", "*.txt", cwd=tmp_path),
                    "prompts: error: no text files matching --glob *.txt in this folder")
+
+
+def test_text_tiktoken_cannot_encode_is_reported_not_crashed(cli, tmp_path):
+    """tiktoken's regex engine overflows on a 1,000,000-space run (openai/tiktoken#15): a clean error."""
+    (tmp_path / "huge.txt").write_text(" " * 1_000_000 + "x")
+    (tmp_path / "ok.txt").write_text("hello world")
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": " " * 1_000_000 + "x"}]}
+    (tmp_path / "huge.json").write_text(json.dumps(body))
+    result = cli("tokens", "huge.txt", "huge.json", "ok.txt", "--format", "json", cwd=tmp_path)
+    _clean_failure(result)
+    data = _json(result)
+    assert [f["path"] for f in data["files"]] == ["ok.txt"]
+    assert sorted(e["path"] for e in data["errors"]) == ["huge.json", "huge.txt"]
+    assert all("run of 1,000,000 × ' '" in e["reason"] for e in data["errors"])

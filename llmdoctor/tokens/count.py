@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -248,10 +249,12 @@ class Counter:
             self.report.errors.append(InputError(shown, str(err)))
             return
 
-        def count(value: str) -> int:
-            return len(encoding.encode_ordinary(value))
-
-        result = chat.count_request(request, count, encoding_name, model)
+        try:
+            result = chat.count_request(request, lambda value: encode_count(encoding, value), encoding_name,
+                                        model)
+        except EncoderCrash as crash:
+            self.report.errors.append(InputError(shown, str(crash)))
+            return
         target = FileCount(shown, "chat", encoding_name, model, result.tokens, estimate=result.estimate,
                            notes=list(result.notes), chat=result)
         if self.options.model and request.model and request.model != self.options.model:
@@ -284,7 +287,11 @@ class Counter:
             encoding = self.encoding(encoding_name)
             counts = count_texts(encoding, [p.text for p in pending], self.options.threads)
             for item, tokens in zip(pending, counts, strict=True):
-                item.target.tokens = tokens
+                if isinstance(tokens, EncoderCrash):
+                    self.report.files.remove(item.target)
+                    self.report.errors.append(InputError(item.target.path, str(tokens)))
+                else:
+                    item.target.tokens = tokens
         self._pending.clear()
         unbudgeted = sum(1 for f in self.report.files if f.budget is None and f.model is None)
         if unbudgeted:
@@ -294,11 +301,45 @@ class Counter:
         return self.report
 
 
-def count_texts(encoding: tiktoken.Encoding, texts: list[str], threads: int) -> list[int]:
-    """Token counts of `texts`, as `encode_ordinary_batch` would give, without keeping the token lists."""
+class EncoderCrash(Exception):
+    """tiktoken's core panicked on a text (its regex engine overflows the stack on very long runs of one
+    character: openai/tiktoken#15, #245). There is no count to give: the input is reported instead."""
 
-    def count(text: str) -> int:
+
+_LONG_RUN = re.compile(r"(.)\1{999,}", re.DOTALL)
+
+
+def crash_reason(text: str) -> str:
+    runs = [(match.end() - match.start(), match.group(1)) for match in _LONG_RUN.finditer(text)]
+    where = ""
+    if runs:
+        length, char = max(runs)
+        where = f" (it holds a run of {length:,} × {char!r})"
+    return ("tiktoken could not encode this text: its regex engine overflowed the stack" + where +
+            ", a known tiktoken limit (openai/tiktoken#15); no count is given rather than a wrong one")
+
+
+def encode_count(encoding: tiktoken.Encoding, text: str) -> int:
+    """len(encoding.encode_ordinary(text)); EncoderCrash when tiktoken's Rust core panics."""
+    try:
         return len(encoding.encode_ordinary(text))
+    except BaseException as err:  # pyo3's PanicException derives from BaseException, not Exception
+        if type(err).__name__ != "PanicException":
+            raise
+        raise EncoderCrash(crash_reason(text)) from None
+
+
+def count_texts(encoding: tiktoken.Encoding, texts: list[str], threads: int) -> list[int | EncoderCrash]:
+    """Token counts of `texts`, as `encode_ordinary_batch` would give, without keeping the token lists.
+
+    A text tiktoken cannot encode gives its EncoderCrash in place of a count.
+    """
+
+    def count(text: str) -> int | EncoderCrash:
+        try:
+            return encode_count(encoding, text)
+        except EncoderCrash as crash:
+            return crash
 
     if threads <= 1 or len(texts) <= 1:
         return [count(text) for text in texts]
