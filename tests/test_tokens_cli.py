@@ -220,3 +220,14 @@ def test_text_tiktoken_cannot_encode_is_reported_not_crashed(cli, tmp_path):
     assert [f["path"] for f in data["files"]] == ["ok.txt"]
     assert sorted(e["path"] for e in data["errors"]) == ["huge.json", "huge.txt"]
     assert all("run of 1,000,000 × ' '" in e["reason"] for e in data["errors"])
+
+
+def test_as_request_on_plain_text_is_an_error(cli):
+    _clean_failure(cli("tokens", "prompts/system.txt", "--as", "request", cwd=FIXTURES),
+                   "prompts/system.txt:1: error: malformed JSON: Expecting value")
+
+
+def test_glob_alone_walks_the_working_directory(cli):
+    result = cli("tokens", "--glob", "cjk.txt", "--format", "json", cwd=FIXTURES)
+    assert result.returncode == 0, result.stderr
+    assert [f["path"] for f in _json(result)["files"]] == ["prompts/cjk.txt"]
