@@ -425,3 +425,12 @@ def test_report_orders_over_budget_first_and_totals(tmp_path):
     data = report.to_dict()
     assert data["total"] == 75 and data["summary"]["over_budget"] == 1
     assert set(data["files"][0]) >= {"path", "tokens", "budget", "fits", "context", "reserve", "encoding"}
+
+
+def test_response_schema_is_flagged_as_not_counted():
+    count = _encode_count("o200k_base")
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}}
+    result = chat.count_request(chat.as_request(body), count, "o200k_base", "gpt-4o")
+    assert result.tokens == 3 + 1 + 1 + 3 and result.estimate
+    assert "json_schema" in result.notes[0]

@@ -54,6 +54,7 @@ class ChatRequest:
     messages: list[dict[str, Any]]
     functions: list[dict[str, Any]]  # tool definitions as {"name", "description", "parameters"}
     max_output: int | None
+    response_schema: bool = False  # response_format carries a JSON schema (structured outputs)
 
 
 @dataclass
@@ -92,7 +93,9 @@ def as_request(data: Any) -> ChatRequest | None:
     model = data.get("model")
     if model is not None and not isinstance(model, str):
         raise RequestError('"model" must be a string')
-    return ChatRequest(model, messages, _functions(data), _max_output(data))
+    response_format = data.get("response_format")
+    schema = isinstance(response_format, dict) and response_format.get("type") == "json_schema"
+    return ChatRequest(model, messages, _functions(data), _max_output(data), schema)
 
 
 def _max_output(data: dict[str, Any]) -> int | None:
@@ -155,6 +158,10 @@ def count_request(request: ChatRequest, encode: Callable[[str], int], encoding_n
         tools = count_functions(request.functions, encode, constants)
         notes.append(f"{len(request.functions)} tool definition(s): {tools} tokens by the cookbook's "
                      "approximation (OpenAI does not publish how tools are rendered)")
+        estimate = True
+    if request.response_schema:
+        notes.append("response_format json_schema: the schema's tokens are not counted (how the API adds it "
+                     "to the prompt is not published)")
         estimate = True
     if not formula_verified_for(model):
         notes.append(f"the message formula was verified against the API for gpt-3.5-turbo, gpt-4, gpt-4o and "
