@@ -434,3 +434,10 @@ def test_response_schema_is_flagged_as_not_counted():
     result = chat.count_request(chat.as_request(body), count, "o200k_base", "gpt-4o")
     assert result.tokens == 3 + 1 + 1 + 3 and result.estimate
     assert "json_schema" in result.notes[0]
+
+
+def test_custom_vocabulary_without_all_bytes_is_refused(fresh_cache, tmp_path):
+    tiny = tmp_path / "tiny.tiktoken"
+    tiny.write_bytes(b"YQ== 0\nYg== 1\n")  # just "a" and "b"
+    with pytest.raises(encodings.EncodingUnavailable, match="lacks 254 single-byte token"):
+        encodings.load_encoding("o200k_base", tiny)

@@ -302,21 +302,22 @@ class Counter:
 
 
 class EncoderCrash(Exception):
-    """tiktoken's core panicked on a text (its regex engine overflows the stack on very long runs of one
-    character: openai/tiktoken#15, #245). There is no count to give: the input is reported instead."""
+    """tiktoken's Rust core panicked on a text. Known cause: its regex engine overflows the stack on very long
+    runs of one character (openai/tiktoken#15, #245); a custom vocabulary missing single bytes is another.
+    There is no count to give: the input is reported instead."""
 
 
 _LONG_RUN = re.compile(r"(.)\1{999,}", re.DOTALL)
 
 
-def crash_reason(text: str) -> str:
+def crash_reason(text: str, panic: BaseException) -> str:
+    reason = f"tiktoken could not encode this text ({panic})"
     runs = [(match.end() - match.start(), match.group(1)) for match in _LONG_RUN.finditer(text)]
-    where = ""
     if runs:
         length, char = max(runs)
-        where = f" (it holds a run of {length:,} × {char!r})"
-    return ("tiktoken could not encode this text: its regex engine overflowed the stack" + where +
-            ", a known tiktoken limit (openai/tiktoken#15); no count is given rather than a wrong one")
+        reason += (f": it holds a run of {length:,} × {char!r}, which overflows tiktoken's regex engine "
+                   "(openai/tiktoken#15)")
+    return reason + "; no count is given rather than a wrong one"
 
 
 def encode_count(encoding: tiktoken.Encoding, text: str) -> int:
@@ -326,7 +327,7 @@ def encode_count(encoding: tiktoken.Encoding, text: str) -> int:
     except BaseException as err:  # pyo3's PanicException derives from BaseException, not Exception
         if type(err).__name__ != "PanicException":
             raise
-        raise EncoderCrash(crash_reason(text)) from None
+        raise EncoderCrash(crash_reason(text, err)) from None
 
 
 def count_texts(encoding: tiktoken.Encoding, texts: list[str], threads: int) -> list[int | EncoderCrash]:

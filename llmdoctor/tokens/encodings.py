@@ -218,7 +218,7 @@ def published_hash(name: str) -> tuple[str, str | None]:
 
     try:
         _constructor_params(name, record)
-    except Exception:  # constructors that validate the ranks they got reject the empty placeholder
+    except EncodingUnavailable:  # gpt2: published as vocab.bpe + encoder.json
         pass
     if not seen:
         raise EncodingUnavailable(f"the {name} encoding has no single .tiktoken file to load offline")
@@ -286,8 +286,7 @@ def is_published_copy(name: str, path: Path) -> bool:
         if stem != name and published_hash(stem) != published_hash(name):
             raise EncodingUnavailable(
                 f"--encoding-file {path} looks like the {stem} encoding, but the encoding asked for is "
-                f"{name}; "
-                f"pass --encoding {stem}"
+                f"{name}; pass --encoding {stem}"
             )
         return True
     _url, expected = published_hash(name)
@@ -300,6 +299,12 @@ def _build_custom(name: str, path: Path) -> LoadedEncoding:
 
     data = read_encoding_file(path)
     ranks = parse_ranks(data, str(path))
+    missing = [byte for byte in range(256) if bytes([byte]) not in ranks]
+    if missing:
+        raise EncodingUnavailable(
+            f"{path}: the vocabulary lacks {len(missing)} single-byte token(s) (first: 0x{missing[0]:02x}); "
+            "a byte-level BPE needs all 256 to encode any text"
+        )
     pattern_source = _constructor_params(name, lambda *_a, **_k: {})
     try:
         encoding = tiktoken.Encoding(
