@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Literal
 from llmdoctor.errors import UserError
 from llmdoctor.report.model import InputError, display_path
 from llmdoctor.tokens import chat
-from llmdoctor.tokens.budget import DEFAULT_RESERVE, Budget, known_context, make_budget
+from llmdoctor.tokens.budget import DEFAULT_RESERVE, Budget, context_table, known_context, make_budget
 from llmdoctor.tokens.encodings import (
     DEFAULT_ENCODING,
     EncodingSource,
     check_encoding_name,
+    did_you_mean,
     load_encoding,
     model_encoding_name,
 )
@@ -270,9 +271,6 @@ class Counter:
             return None
         window = known_context(model)
         if window is None:
-            from llmdoctor.tokens.budget import context_table
-            from llmdoctor.tokens.encodings import did_you_mean
-
             close = did_you_mean(model, list(context_table()))
             target.notes.append(f"no known context window for {model}{close}: "
                                 "pass --context N to check a budget")
