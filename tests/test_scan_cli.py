@@ -212,6 +212,13 @@ def test_symlink_loop_does_not_hang(cli, tmp_path):
     assert explicit.returncode == 2 and "symlink loop" in explicit.stdout
 
 
+def test_special_file_is_reported_not_read(cli, tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")  # reading it would block forever
+    write(tmp_path, "ok.py", CLEAN)
+    result = cli("scan", ".", cwd=tmp_path, timeout=60)
+    assert result.returncode == 2 and "pipe.py: error: cannot read: not a regular file" in result.stdout
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
 def test_unreadable_file(cli, tmp_path):
     path = write(tmp_path, "secret.py", HIT)

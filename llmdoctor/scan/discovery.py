@@ -10,6 +10,7 @@ the project's excludes in force). Files larger than `max_file_size` are skipped 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -46,12 +47,16 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
         if absolute in seen:
             return
         seen.add(absolute)
+        try:
+            info = os.stat(absolute)
+        except OSError as err:
+            found.errors.append(InputError(shown, f"cannot read: {err.strerror or err}"))
+            return
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block the read forever
+            found.errors.append(InputError(shown, "cannot read: not a regular file"))
+            return
         if max_file_size is not None:
-            try:
-                size = os.stat(absolute).st_size
-            except OSError as err:
-                found.errors.append(InputError(shown, f"cannot read: {err.strerror or err}"))
-                return
+            size = info.st_size
             if size > max_file_size:
                 found.notices.append(f"{shown}: skipped, {size} bytes is over the max-file-size limit of "
                                      f"{max_file_size} bytes")
