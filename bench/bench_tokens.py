@@ -28,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llmdoctor.tokens.count import Options, count_texts, count_tokens, default_threads  # noqa: E402
-from llmdoctor.tokens.encodings import bundled_copy, load_encoding, published_hash  # noqa: E402
+from llmdoctor.tokens.count import Options, count_texts, count_tokens, default_threads
+from llmdoctor.tokens.encodings import bundled_copy, load_encoding, published_hash
 
 
 def corpus(files: int, kib: int) -> list[str]:

@@ -132,8 +132,8 @@ def test_expected_hash_comes_from_tiktoken_itself():
     url, expected = encodings.published_hash("o200k_base")
     assert url == URL.format("o200k_base")
     assert expected == "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
-    import tiktoken_ext.openai_public as openai_public
     from tiktoken.load import load_tiktoken_bpe
+    from tiktoken_ext import openai_public
 
     assert openai_public.load_tiktoken_bpe is load_tiktoken_bpe  # restored after every use
 
@@ -441,3 +441,13 @@ def test_custom_vocabulary_without_all_bytes_is_refused(fresh_cache, tmp_path):
     tiny.write_bytes(b"YQ== 0\nYg== 1\n")  # just "a" and "b"
     with pytest.raises(encodings.EncodingUnavailable, match="lacks 254 single-byte token"):
         encodings.load_encoding("o200k_base", tiny)
+
+
+def test_custom_vocabulary_with_duplicate_ranks_is_refused(fresh_cache, tmp_path):
+    import base64
+
+    lines = [base64.b64encode(bytes([b])) + b" %d" % b for b in range(256)] + [base64.b64encode(b"ab") + b" 5"]
+    dup = tmp_path / "dup.tiktoken"
+    dup.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(encodings.EncodingUnavailable, match="two tokens share a rank"):
+        encodings.load_encoding("o200k_base", dup)

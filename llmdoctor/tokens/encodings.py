@@ -305,12 +305,16 @@ def _build_custom(name: str, path: Path) -> LoadedEncoding:
             f"{path}: the vocabulary lacks {len(missing)} single-byte token(s) (first: 0x{missing[0]:02x}); "
             "a byte-level BPE needs all 256 to encode any text"
         )
+    if len(set(ranks.values())) != len(ranks):
+        raise EncodingUnavailable(f"{path}: two tokens share a rank; every rank must be unique")
     pattern_source = _constructor_params(name, lambda *_a, **_k: {})
     try:
         encoding = tiktoken.Encoding(
             name=_file_stem(path), pat_str=pattern_source["pat_str"], mergeable_ranks=ranks, special_tokens={}
         )
-    except Exception as err:  # tiktoken's core rejects inconsistent ranks
+    except BaseException as err:  # tiktoken's core panics (pyo3 PanicException) on an inconsistent vocabulary
+        if not isinstance(err, (ValueError, AssertionError)) and type(err).__name__ != "PanicException":
+            raise
         raise EncodingUnavailable(f"{path}: tiktoken rejected the vocabulary: {err}") from None
     sha = hashlib.sha256(data).hexdigest()
     return LoadedEncoding(encoding, EncodingSource(_file_stem(path), str(path), sha, None))
