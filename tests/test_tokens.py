@@ -53,10 +53,11 @@ def reference(tmp_path_factory):
     def no_download(path):
         raise AssertionError(f"tiktoken tried to download {path}")
 
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp:  # undone before the tests run: the encodings are built here
         mp.setenv("TIKTOKEN_CACHE_DIR", str(cache))
         mp.setattr(tiktoken.load, "read_file", no_download)
-        yield {name: tiktoken.get_encoding(name) for name in ("cl100k_base", "o200k_base")}
+        built = {name: tiktoken.get_encoding(name) for name in ("cl100k_base", "o200k_base")}
+    return built
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
