@@ -55,6 +55,11 @@ def scan_command(
                                              help="Skip larger files with a notice (default 2000000 bytes)."),
     statistics: bool = typer.Option(False, "--statistics", help="Also print the number of findings per rule."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", metavar="N",
+                                    help="Worker processes (default: the available CPUs; 1 = no pool)."),
+    cache_dir: str | None = typer.Option(None, "--cache-dir", metavar="DIR", envvar="LLMDOCTOR_CACHE_DIR",
+                                         help="Result cache folder (default: .llmdoctor_cache in the project root)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
 ) -> None:
     """Scan Python code for LLM-serving anti-patterns (exit 1 on findings, 2 when nothing could be checked)."""
     if fmt not in FORMATS:
@@ -67,7 +72,13 @@ def scan_command(
         force_exclude=force_exclude, rules_dirs=tuple(rules_dir or ()), config_path=config, isolated=isolated,
         respect_gitignore=False if no_gitignore else None, max_file_size=_size(max_file_size),
     )
-    report = run_scan(list(paths or ["."]), options)
+    if jobs is not None and jobs < 1:
+        raise UserError(f"--jobs {jobs}: give a number of worker processes, 1 or more")
+    from llmdoctor.scan.parallel import ScanExecutor
+
+    executor = ScanExecutor(jobs=jobs, cache_dir=cache_dir, use_cache=not no_cache)
+    report = run_scan(list(paths or ["."]), options, analyze=executor)
+    report.notices.extend(executor.notices)
     if output:
         try:
             with open(output, "w", encoding="utf-8") as handle:
@@ -82,6 +93,19 @@ def scan_command(
     raise typer.Exit(code)
 
 
+def implemented_rule_ids() -> set[str]:
+    """Ids of the rule modules (`llmdoctor/scan/rules/llm004.py` -> LLM004), found without importing them
+    (they import libcst, which `llmdoctor rules` does not need). tests/test_startup_imports.py checks this
+    agrees with `rule_classes()`."""
+    import importlib.util
+    import pkgutil
+
+    spec = importlib.util.find_spec("llmdoctor.scan.rules")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return {info.name.upper() for info in pkgutil.iter_modules(locations)
+            if info.name.startswith("llm") and info.name[3:].isdigit()}
+
+
 def rules_command(
     fmt: str = typer.Option("text", "--format", help="Output: text or json."),
     rules_dir: list[str] = typer.Option(None, "--rules-dir", metavar="DIR", help="Also load these table files."),
@@ -90,10 +114,8 @@ def rules_command(
     if fmt not in ("text", "json"):
         raise UserError(f"--format {fmt!r}: choose text or json")
     from llmdoctor.scan.catalog import load_catalog
-    from llmdoctor.scan.rules import rule_classes
-
     catalog = load_catalog(tuple(rules_dir or ()))
-    implemented = rule_classes()
+    implemented = implemented_rule_ids()
     specs = [catalog.rules[r] for r in sorted(catalog.rules)]
     if fmt == "json":
         import json

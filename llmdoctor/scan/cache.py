@@ -206,14 +206,7 @@ class ScanCache:
                               "files": merged}, separators=(",", ":"))
         try:
             self._prepare_directory()
-            fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(payload)
-                os.replace(temporary, self.file)
-            except BaseException:
-                _remove(temporary)
-                raise
+            _atomic_write(self.file, payload)
             self._prune()
         except OSError as err:
             self.notice = f"cache not written to {self.directory}: {err.strerror or err} (use --no-cache or --cache-dir)"
@@ -224,10 +217,7 @@ class ScanCache:
         for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# created by llmdoctor\n*\n")):
             target = os.path.join(self.directory, name)
             if not os.path.exists(target):
-                fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(text)
-                os.replace(temporary, target)
+                _atomic_write(target, text)
 
     def _prune(self) -> None:
         """Keep the most recent KEEP_RUN_FILES run files; drop temporaries a killed run left behind."""
@@ -243,6 +233,18 @@ class ScanCache:
                 continue
         for _, path in sorted(runs, reverse=True)[KEEP_RUN_FILES:]:
             _remove(path)
+
+
+def _atomic_write(target: str, text: str) -> None:
+    """Write a temporary file next to `target` and rename it over `target`: readers see old or new, whole."""
+    fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        _remove(temporary)
+        raise
 
 
 def _remove(path: str) -> None:

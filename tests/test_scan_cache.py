@@ -1,0 +1,215 @@
+"""The result cache: same report as an uncached run, invalidated by content/rules/config, robust on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.scan import cache as cache_module
+from llmdoctor.scan.parallel import ScanExecutor
+from llmdoctor.scan.runner import ScanOptions, run_scan
+from test_scan_parallel import make_project, report_json
+
+BLOCKING = "import time\n\nasync def handler():\n    time.sleep(1)\n"
+CLEAN = "import time\n\nasync def handler():\n    time.time()\n"
+
+
+def scan(root: Path, **executor) -> tuple[dict, ScanExecutor]:
+    executor.setdefault("jobs", 1)
+    ex = ScanExecutor(**executor)
+    report = run_scan(["."], ScanOptions(cwd=str(root)), analyze=ex)
+    return report_json(report), ex
+
+
+def cache_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("scan-*.json"))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = make_project(tmp_path / "project", copies=1)
+    (root / "pyproject.toml").write_text("[tool.llmdoctor]\nexclude = []\n")
+    return root
+
+
+def test_warm_run_parses_nothing_and_reports_the_same(project: Path, monkeypatch) -> None:
+    cold, first = scan(project)
+    assert first.cache.stats.hits == 0 and first.cache.stats.misses > 0
+    uncached, _ = scan(project, use_cache=False)
+    assert cold == uncached
+
+    import llmdoctor.scan.engine as engine
+
+    def no_analysis(*args, **kwargs):
+        raise AssertionError("a fully cached run analyses nothing")
+
+    monkeypatch.setattr(engine, "analyze_source", no_analysis)
+    monkeypatch.setattr("llmdoctor.scan.parallel.analyze_source", no_analysis)
+    warm, second = scan(project)
+    assert second.cache.stats.misses == 0 and second.cache.stats.hits == first.cache.stats.misses
+    assert warm == cold
+    pooled_warm, _ = scan(project, jobs=2)
+    assert pooled_warm == cold
+
+
+def test_cache_folder_layout_at_the_project_root(project: Path) -> None:
+    sub = project / "pkg0"
+    run_scan(["."], ScanOptions(cwd=str(sub)), analyze=ScanExecutor(jobs=1))
+    folder = project / ".llmdoctor_cache"  # next to pyproject.toml, not in the cwd
+    assert (folder / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (folder / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert len(cache_files(folder)) == 1
+    assert not (sub / ".llmdoctor_cache").exists()
+    data = json.loads(cache_files(folder)[0].read_text())
+    assert data["magic"] == cache_module.MAGIC and data["format"] == cache_module.FORMAT
+
+
+def test_cache_dir_option_env_and_no_cache(cli, project: Path, tmp_path: Path) -> None:
+    chosen = tmp_path / "elsewhere"
+    assert cli("scan", "--cache-dir", str(chosen), ".", cwd=project).returncode == 1
+    assert cache_files(chosen)
+    from_env = tmp_path / "from-env"
+    assert cli("scan", ".", cwd=project, env={"LLMDOCTOR_CACHE_DIR": str(from_env)}).returncode == 1
+    assert cache_files(from_env)
+    assert not (project / ".llmdoctor_cache").exists()
+    assert cli("scan", "--no-cache", ".", cwd=project).returncode == 1
+    assert not (project / ".llmdoctor_cache").exists()
+
+
+def test_changed_content_with_the_same_stat_is_detected(tmp_path: Path) -> None:
+    source = tmp_path / "app.py"
+    source.write_text(BLOCKING)
+    before = source.stat()
+    first, _ = scan(tmp_path)
+    assert [f["rule"] for f in first["findings"]] == ["LLM004"]
+    same_size = BLOCKING.replace("time.sleep(1)", "time.ctime(1)")
+    assert len(same_size) == len(BLOCKING)
+    source.write_text(same_size)
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime
+    second, ex = scan(tmp_path)
+    assert second["findings"] == [] and ex.cache.stats.misses == 1
+
+
+def test_an_old_trusted_stat_is_a_hit_without_reading(tmp_path: Path, monkeypatch) -> None:
+    source = tmp_path / "app.py"
+    source.write_text(BLOCKING)
+    monkeypatch.setattr(cache_module, "RACY_NS", 0)  # as if the file was last changed long ago
+    scan(tmp_path)
+    real_open = open
+
+    def no_source_reads(path, *args, **kwargs):
+        assert Path(path) != source, "a trusted stat match needs no read"
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", no_source_reads)
+    warm, ex = scan(tmp_path)
+    assert ex.cache.stats.hits == 1 and [f["rule"] for f in warm["findings"]] == ["LLM004"]
+
+
+def test_touched_file_with_same_content_is_confirmed_by_hash(tmp_path: Path) -> None:
+    source = tmp_path / "app.py"
+    source.write_text(BLOCKING)
+    scan(tmp_path)
+    later = time.time_ns() + 5_000_000_000
+    os.utime(source, ns=(later, later))  # a fresh checkout: new mtimes, same bytes
+    _, ex = scan(tmp_path)
+    assert ex.cache.stats.hits == 1 and ex.cache.stats.rehashed == 1 and ex.cache.stats.misses == 0
+
+
+def test_rules_and_config_are_part_of_the_key(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("import mycorp.http\n\nasync def f():\n    mycorp.http.fetch('x')\n")
+    assert scan(tmp_path)[0]["findings"] == []
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "inhouse.yaml").write_text("kind: tables\ntables:\n  blocking_calls:\n    - mycorp.http.fetch\n")
+    (tmp_path / ".llmdoctor.yaml").write_text("rules-dir: [tables]\n")
+    with_table, _ = scan(tmp_path)
+    assert [f["rule"] for f in with_table["findings"]] == ["LLM004"]
+    (tmp_path / ".llmdoctor.yaml").write_text("rules-dir: [tables]\nignore: [LLM004]\n")
+    assert scan(tmp_path)[0]["findings"] == []
+    (tmp_path / ".llmdoctor.yaml").write_text("rules-dir: [tables]\n")
+    (tables / "inhouse.yaml").write_text("kind: tables\ntables:\n  blocking_calls:\n    - mycorp.http.other\n")
+    assert scan(tmp_path)[0]["findings"] == []  # the edited user table, not the cached result
+    assert len(cache_files(tmp_path / ".llmdoctor_cache")) == 4
+
+
+@pytest.mark.parametrize("content", [
+    b"",
+    b"\x00\x01garbage",
+    b'{"magic": "llmdoctor-scan-cache", "format": 1, "key": "',  # truncated
+    b'{"magic": "someone-else", "files": {}}',
+    b"[1, 2, 3]",
+    b'{"magic": "llmdoctor-scan-cache", "format": 999, "key": "x", "files": {}}',
+])
+def test_corrupt_or_foreign_cache_is_ignored_and_rebuilt(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "app.py").write_text(BLOCKING)
+    expected, ex = scan(tmp_path)
+    Path(ex.cache.file).write_bytes(content)
+    again, ex2 = scan(tmp_path)
+    assert again == expected and ex2.cache.stats.hits == 0
+    assert json.loads(Path(ex2.cache.file).read_text())["magic"] == cache_module.MAGIC
+    assert scan(tmp_path)[1].cache.stats.hits == 1
+
+
+def test_malformed_entries_are_misses_not_crashes(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(BLOCKING)
+    (tmp_path / "other.py").write_text(CLEAN)
+    expected, ex = scan(tmp_path)
+    data = json.loads(Path(ex.cache.file).read_text())
+    paths = sorted(data["files"])
+    data["files"][paths[0]] = "not a list"
+    data["files"][paths[1]][-1] = {"findings": [["LLM004"]], "errors": []}
+    Path(ex.cache.file).write_text(json.dumps(data))
+    again, ex2 = scan(tmp_path)
+    assert again == expected and ex2.cache.stats.misses == 2
+
+
+def test_unwritable_cache_dir_is_a_notice_not_a_failure(cli, tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(BLOCKING)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache folder should be")
+    result = cli("scan", "--cache-dir", str(blocker / "cache"), "--format", "json", ".", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert [f["rule"] for f in json.loads(result.stdout)["findings"]] == ["LLM004"]
+    text = cli("scan", "--cache-dir", str(blocker / "cache"), ".", cwd=tmp_path)
+    assert "cache not written" in text.stdout + text.stderr
+
+
+def test_failed_write_leaves_no_partial_file(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "app.py").write_text(BLOCKING)
+
+    def crash(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache_module.os, "replace", crash)
+    report, ex = scan(tmp_path)
+    assert [f["rule"] for f in report["findings"]] == ["LLM004"]
+    assert "No space left" in ex.notices[0]
+    assert not cache_files(tmp_path / ".llmdoctor_cache")
+    assert not list((tmp_path / ".llmdoctor_cache").glob(".tmp-*"))
+
+
+def test_concurrent_runs_never_corrupt_the_cache(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "project", copies=1)
+    script = ("import json, sys\nfrom llmdoctor.scan.parallel import ScanExecutor\n"
+              "from llmdoctor.scan.runner import ScanOptions, run_scan\n"
+              "r = run_scan(['.'], ScanOptions(cwd=sys.argv[1]), analyze=ScanExecutor(jobs=1))\n"
+              "print(json.dumps(sorted((f.path, f.line, f.rule) for f in r.findings)))\n")
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(project)], stdout=subprocess.PIPE, text=True)
+            for _ in range(4)]
+    outputs = [run.communicate(timeout=300)[0] for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert len(set(outputs)) == 1
+    files = cache_files(project / ".llmdoctor_cache")
+    assert len(files) == 1
+    json.loads(files[0].read_text())  # complete, valid JSON
+    assert not list((project / ".llmdoctor_cache").glob(".tmp-*"))
+    warm, ex = scan(project)
+    assert ex.cache.stats.misses == 0
+    assert json.dumps(sorted((f["path"], f["line"], f["rule"]) for f in warm["findings"])) + "\n" == outputs[0]

@@ -1,0 +1,63 @@
+"""Start-up cost: commands that need no parsing, HTTP or tokenizer never import libcst, httpx or tiktoken.
+
+Each command runs in a fresh interpreter (as the console script would) that prints which heavy modules
+ended up in `sys.modules`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("libcst", "httpx", "tiktoken")
+
+PROBE = """
+import json, sys
+from llmdoctor.cli import main
+code = main(sys.argv[1:])
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})
+sys.stderr.write('\\nIMPORTED=' + json.dumps({{'code': code, 'heavy': heavy}}) + '\\n')
+""".format(heavy=set(HEAVY))
+
+
+def imported(*args: str, cwd: Path | None = None) -> dict:
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+    marker = [line for line in proc.stderr.splitlines() if line.startswith("IMPORTED=")]
+    assert marker, proc.stderr
+    return json.loads(marker[-1].removeprefix("IMPORTED="))
+
+
+@pytest.mark.parametrize("args", [
+    ("--version",),
+    ("rules",),
+    ("rules", "--format", "json"),
+    ("explain", "LLM004"),
+    ("kv-budget", "--model", "llama-3.1-8b", "--bs", "4", "--seq", "8192"),
+])
+def test_light_commands_import_no_heavy_module(args: tuple[str, ...]) -> None:
+    result = imported(*args)
+    assert result["code"] == 0
+    assert result["heavy"] == []
+
+
+def test_fully_cached_scan_imports_no_heavy_module(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("import time\n\nasync def handler():\n    time.sleep(1)\n")
+    (tmp_path / "clean.py").write_text("import asyncio\n\nasync def handler():\n    await asyncio.sleep(1)\n")
+    cold = imported("scan", "--format", "json", ".", cwd=tmp_path)
+    assert cold["code"] == 1 and "libcst" in cold["heavy"]  # the probe does see a real parse
+    warm = imported("scan", "--format", "json", ".", cwd=tmp_path)
+    assert warm == {"code": 1, "heavy": []}
+    text = imported("scan", ".", cwd=tmp_path)
+    assert text == {"code": 1, "heavy": []}
+
+
+def test_implemented_rule_ids_agree_with_the_rule_classes() -> None:
+    from llmdoctor.commands.scan import implemented_rule_ids
+    from llmdoctor.scan.rules import rule_classes
+
+    assert implemented_rule_ids() == set(rule_classes())
