@@ -187,6 +187,8 @@ BASE = "import time, subprocess\nasync def f():\n"
     ("    time.sleep(1)  # noqa: LLM002\n", [3]),  # names another code: not silenced
     ("    time.sleep(1)  # llmdoctor: ignore[LLM004]\n", []),
     ("    time.sleep(1)  # llmdoctor: ignore[LLM002]\n", [3]),
+    ("    time.sleep(1)  # llmdoctor: ignore\n", []),
+    ("    time.sleep(1)  # llmdoctor: ignore[LLM002, LLM004]\n", []),
     ("    # llmdoctor: ignore[LLM004]\n    time.sleep(1)\n", []),
     ("    # llmdoctor: ignore[LLM004]\n    # why: one-off admin endpoint\n    time.sleep(1)\n", []),
     ("    # noqa: LLM004\n    time.sleep(1)\n", [4]),  # noqa only works on the line itself
@@ -235,3 +237,10 @@ def test_llm002_severity_differs_for_cached_lookups():
     severities = {f.line: f.severity for f in scan(code).findings}
     assert severities == {4: "info", 5: "warning"}
     assert "cached after the first call" in scan(code).findings[0].message
+
+
+def test_deeply_nested_expression_is_analysed_or_reported_never_a_crash():
+    chain = " + ".join(f"'s{i}'" for i in range(1500))
+    result = scan(f"import time\nx = {chain}\nasync def f():\n    time.sleep(1)\n")
+    assert [f.line for f in result.findings] == [4] or (result.errors and "nested too deeply" in result.errors[0].reason)
+    assert result.parsed

@@ -6,6 +6,8 @@ and return a picklable `FileResult`, so a process pool or an on-disk cache can w
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from llmdoctor.report.model import Finding, InputError
@@ -76,10 +78,33 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
 
     from llmdoctor.scan.visitor import run_rules
 
-    pending = run_rules(module, active, catalog, OFFLOAD_METHODS)
-    if pending:
-        result.findings, result.suppressed = _positioned(path, module, source, pending, config)
+    try:
+        with _deep_recursion():
+            pending = run_rules(module, active, catalog, OFFLOAD_METHODS)
+            if pending:
+                result.findings, result.suppressed = _positioned(path, module, source, pending, config)
+    except RecursionError:
+        result.errors.append(InputError(
+            path, f"expressions nested too deeply to analyse (over {DEEP_RECURSION_LIMIT} levels of "
+                  "recursion, e.g. a very long `a + b + c ...` chain); the file was not checked"))
     return result
+
+
+# libcst visits recursively (several Python frames per nesting level): a generated 500-term string
+# concatenation exceeds Python's default limit of 1000. Raised only for the visit, then restored.
+# From 3.11 Python-to-Python calls do not consume the C stack; 3.10 gets a limit its C stack can hold.
+DEEP_RECURSION_LIMIT = 20_000 if sys.version_info >= (3, 11) else 5_000
+
+
+@contextmanager
+def _deep_recursion():
+    previous = sys.getrecursionlimit()
+    if previous < DEEP_RECURSION_LIMIT:
+        sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
 
 
 def _positioned(path, module, source, pending, config: ScanConfig) -> tuple[list[Finding], int]:
