@@ -244,3 +244,14 @@ def test_deeply_nested_expression_is_analysed_or_reported_never_a_crash():
     result = scan(f"import time\nx = {chain}\nasync def f():\n    time.sleep(1)\n")
     assert [f.line for f in result.findings] == [4] or (result.errors and "nested too deeply" in result.errors[0].reason)
     assert result.parsed
+
+
+def test_a_crashing_rule_becomes_an_input_error(monkeypatch):
+    from llmdoctor.scan.rules.llm004 import BlockingCallInAsync
+
+    def boom(self, node):
+        raise KeyError("bug")
+
+    monkeypatch.setattr(BlockingCallInAsync, "visit_Call", boom)
+    result = scan("import time\nasync def f():\n    time.sleep(1)\n")
+    assert result.findings == [] and "internal error" in result.errors[0].reason
