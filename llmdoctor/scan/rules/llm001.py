@@ -19,6 +19,11 @@ class NonStreamingGeneration(Rule):
         roots = {name.split(".", 1)[0] for name in knowledge.receivers}
         return frozenset(roots | set(knowledge.unknown_chains))
 
+    @classmethod
+    def prefilter_names(cls, spec, catalog) -> list[str]:
+        knowledge = sdk_knowledge(catalog)  # a reported call resolves to one of these (or a suffix chain)
+        return [*knowledge.calls, *knowledge.unknown_chains]
+
     def visit_Call(self, node: cst.Call) -> None:
         knowledge = sdk_knowledge(self.catalog)
         method = _resolve(knowledge, self.context.callee_name(node), node)
@@ -26,6 +31,8 @@ class NonStreamingGeneration(Rule):
             return
         if _streams_or_unknowable(node, method) or _exempt(node, method.exempt):
             return
+        if _result_discarded(node, self.context.statement):
+            return  # a probe (health check, key validation): nobody waits for the tokens
         shown = ".".join(attribute_chain(node.func) or [method.path])
         if method.stream_twin:
             owner = shown[: -len(method.path)] if shown.endswith(method.path) else "<client>."
@@ -81,10 +88,30 @@ def _streams_or_unknowable(node: cst.Call, method: Method) -> bool:
     return False
 
 
+def _result_discarded(node: cst.Call, statement: cst.CSTNode | None) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    value = None
+    if isinstance(small, cst.Expr):
+        value = small.value
+    elif (isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
+          and all(isinstance(t.target, cst.Name) and t.target.value == "_"
+                  for t in (small.targets if isinstance(small, cst.Assign) else [small]))):
+        value = small.value
+    if isinstance(value, cst.Await):
+        value = value.expression
+    return value is node
+
+
 def _exempt(node: cst.Call, exempt: Exemptions) -> bool:
     keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
     if exempt.kwargs & keywords.keys():
         return True
+    for name, limit in exempt.kwarg_at_most:
+        value = literal(keywords[name]) if name in keywords else None
+        if isinstance(value, int) and not isinstance(value, bool) and value <= limit:
+            return True  # a few output tokens: the first token is nearly the whole answer
     for name, expected in exempt.kwarg_equals:
         if name in keywords and literal(keywords[name]) == expected:
             return True

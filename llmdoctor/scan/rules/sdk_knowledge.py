@@ -19,7 +19,7 @@ METHOD_KEYS = {"stream_twin", "async_twin", "async", "positional", "stream_kwarg
 RECEIVER_KEYS = {"constructors", "module", "async", "async_twin", "pooled", "build_cost", "per_tenant", "timeout",
                  "transparent_calls", "transparent_attributes", "methods", "request_methods"}
 METHOD_SET_KEYS = {"payload_kwargs", "exempt_when", "factories", *METHOD_KINDS}
-EXEMPT_KEYS = {"kwargs", "kwarg_equals", "kwarg_has_key"}
+EXEMPT_KEYS = {"kwargs", "kwarg_equals", "kwarg_has_key", "kwarg_at_most"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Exemptions:
     kwargs: frozenset[str] = frozenset()
     kwarg_equals: tuple[tuple[str, Any], ...] = ()
     kwarg_has_key: tuple[tuple[str, frozenset[str]], ...] = ()
+    kwarg_at_most: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,7 @@ def _exemptions(data: dict) -> Exemptions:
         kwargs=frozenset(data.get("kwargs") or ()),
         kwarg_equals=tuple(sorted((data.get("kwarg_equals") or {}).items())),
         kwarg_has_key=tuple(sorted((k, frozenset(v)) for k, v in (data.get("kwarg_has_key") or {}).items())),
+        kwarg_at_most=tuple(sorted((data.get("kwarg_at_most") or {}).items())),
     )
 
 
@@ -233,15 +235,11 @@ def validate(stem: str, doc: dict) -> None:
                         raise fail(f"{where}.{kind}.{path}.{bad}", f"unknown key (allowed: {', '.join(sorted(METHOD_KEYS))})")
 
 
-_CACHE: dict[str, SdkKnowledge] = {}
-
-
 def sdk_knowledge(catalog) -> SdkKnowledge:
-    """The index for this catalog, built once per catalog fingerprint."""
-    key = getattr(catalog, "fingerprint", None) or str(id(catalog))
-    found = _CACHE.get(key)
+    """The index for this catalog, built once (kept in the catalog's memo, so it travels with it)."""
+    found = catalog.memo.get("sdk-knowledge")
     if found is None:
-        found = _CACHE[key] = build(catalog.knowledge)
+        found = catalog.memo["sdk-knowledge"] = build(catalog.knowledge)
     return found
 
 
