@@ -93,9 +93,7 @@ def _result_discarded(node: cst.Call, statement: cst.CSTNode | None) -> bool:
         return False
     small = statement.body[0]
     value = None
-    if isinstance(small, cst.Expr):
-        value = small.value
-    elif (isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
+    if isinstance(small, cst.Expr) or (isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
           and all(isinstance(t.target, cst.Name) and t.target.value == "_"
                   for t in (small.targets if isinstance(small, cst.Assign) else [small]))):
         value = small.value
