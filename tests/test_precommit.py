@@ -67,7 +67,8 @@ def _git_env(home: Path) -> dict:
 
 def _try_repo(consumer_root: Path, env: dict, *files: str) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [_pre_commit(), "try-repo", str(REPO), "llmdoctor", "--verbose", "--color", "never", "--files", *files],
+        [_pre_commit(), "try-repo", str(REPO), "llmdoctor", "--verbose", "--color", "never",
+         "--files", *files],
         cwd=consumer_root, env=env, capture_output=True, text=True, timeout=900,
     )
     output = proc.stdout + proc.stderr

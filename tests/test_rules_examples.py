@@ -1,4 +1,4 @@
-"""Every rule's own YAML examples (Fixit's VALID/INVALID): hits fire, near-misses stay quiet; catalog checks."""
+"""Every rule's YAML examples (Fixit's VALID/INVALID): hits fire, near-misses stay quiet; catalog checks."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ def found(tmp_path: Path, *paths: str, **kw) -> list[str]:
 
 
 def test_recursion_suffixes_and_skipped_folders(tmp_path):
-    touch(tmp_path, "a.py", "b.pyi", "c.txt", "pkg/d.py", ".git/e.py", "node_modules/f.py", "__pycache__/g.py",
+    touch(tmp_path, "a.py", "b.pyi", "c.txt", "pkg/d.py", ".git/e.py", "node_modules/f.py",
+          "__pycache__/g.py",
           "build/h.py", "dist/i.py", ".venv/lib/j.py", "myenv/k.py", "x.egg-info/l.py", ".tox/m.py")
     (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr\n")
     assert found(tmp_path) == ["a.py", "b.pyi", "pkg/d.py"]
@@ -51,7 +52,8 @@ def test_explicit_files_are_scanned_unless_force_exclude(tmp_path):
     (tmp_path / ".gitignore").write_text("generated/\n")
     touch(tmp_path, "generated/x.py", "vendor/y.py", "app.py")
     assert found(tmp_path, exclude=("vendor",)) == ["app.py"]
-    assert found(tmp_path, "generated/x.py", "vendor/y.py", exclude=("vendor",)) == ["generated/x.py", "vendor/y.py"]
+    explicit = found(tmp_path, "generated/x.py", "vendor/y.py", exclude=("vendor",))
+    assert explicit == ["generated/x.py", "vendor/y.py"]
     assert found(tmp_path, "generated/x.py", "vendor/y.py", "app.py", exclude=("vendor",),
                  force_exclude=True) == ["app.py"]
 

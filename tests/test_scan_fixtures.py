@@ -44,6 +44,7 @@ def test_fixture_findings_match_markers(path):
 
 def test_fixtures_cover_both_rules_with_hits_and_near_misses():
     names = {p.name for p in FILES}
-    assert {"handlers_hit.py", "handlers_near_miss.py", "tokenizers_hit.py", "tokenizers_near_miss.py"} <= names
+    assert {"handlers_hit.py", "handlers_near_miss.py", "tokenizers_hit.py",
+            "tokenizers_near_miss.py"} <= names
     hits = set().union(*(_expected(p) for p in FILES))
     assert {rule for _, rule in hits} >= {"LLM002", "LLM004"}

@@ -34,7 +34,8 @@ def _split_ids(values: list[str] | None) -> tuple[str, ...]:
 
 
 def scan_command(
-    paths: list[str] = typer.Argument(None, metavar="[PATH]...", help="Files or folders to scan (default: .)."),
+    paths: list[str] = typer.Argument(None, metavar="[PATH]...",
+                                      help="Files or folders to scan (default: .)."),
     fmt: str = typer.Option("text", "--format", help="Output: text, json, sarif or github."),
     output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
                                       help="Write the report to FILE instead of stdout."),
@@ -44,24 +45,29 @@ def scan_command(
     exclude: list[str] = typer.Option(None, "--exclude", metavar="GLOB",
                                       help="Skip matching files and folders (repeatable)."),
     force_exclude: bool = typer.Option(False, "--force-exclude",
-                                       help="Apply excludes and .gitignore to files named on the command line too."),
+                                       help="Apply excludes and .gitignore to files named on the command "
+                                            "line too."),
     rules_dir: list[str] = typer.Option(None, "--rules-dir", metavar="DIR",
-                                        help="Folder of YAML files adding entries to rule tables (repeatable)."),
+                                        help="Folder of YAML files adding entries to rule tables "
+                                             "(repeatable)."),
     config: str | None = typer.Option(None, "--config", metavar="FILE",
-                                      help="Use this pyproject.toml or .llmdoctor.yaml instead of the nearest one."),
+                                      help="Use this pyproject.toml or .llmdoctor.yaml instead of the "
+                                           "nearest one."),
     isolated: bool = typer.Option(False, "--isolated", help="Ignore every configuration file."),
     no_gitignore: bool = typer.Option(False, "--no-gitignore", help="Scan files that .gitignore ignores."),
     max_file_size: str | None = typer.Option(None, "--max-file-size", metavar="SIZE",
                                              help="Skip larger files with a notice (default 2000000 bytes)."),
-    statistics: bool = typer.Option(False, "--statistics", help="Also print the number of findings per rule."),
+    statistics: bool = typer.Option(False, "--statistics",
+                                    help="Also print the number of findings per rule."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", metavar="N",
                                     help="Worker processes (default: the available CPUs; 1 = no pool)."),
     cache_dir: str | None = typer.Option(None, "--cache-dir", metavar="DIR", envvar="LLMDOCTOR_CACHE_DIR",
-                                         help="Result cache folder (default: .llmdoctor_cache in the project root)."),
+                                         help="Result cache folder (default: .llmdoctor_cache in the "
+                                              "project root)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
 ) -> None:
-    """Scan Python code for LLM-serving anti-patterns (exit 1 on findings, 2 when nothing could be checked)."""
+    """Scan Python code for LLM-serving anti-patterns (exit 1 on findings, 2 when nothing was checked)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     from llmdoctor.report.render import render
@@ -108,7 +114,8 @@ def implemented_rule_ids() -> set[str]:
 
 def rules_command(
     fmt: str = typer.Option("text", "--format", help="Output: text or json."),
-    rules_dir: list[str] = typer.Option(None, "--rules-dir", metavar="DIR", help="Also load these table files."),
+    rules_dir: list[str] = typer.Option(None, "--rules-dir", metavar="DIR",
+                                        help="Also load these table files."),
 ) -> None:
     """List the scan rules: id, name, severity and what each one finds."""
     if fmt not in ("text", "json"):

@@ -149,7 +149,8 @@ class Catalog:
             return self.rules[rule_id]
         except KeyError:
             known = ", ".join(sorted(self.rules)) or "none"
-            raise UserError(f"unknown rule {rule_id!r}; known rules: {known} (see `llmdoctor rules`)") from None
+            raise UserError(f"unknown rule {rule_id!r}; known rules: {known} "
+                            "(see `llmdoctor rules`)") from None
 
 
 # ----------------------------------------------------------------------------- loading
@@ -169,7 +170,8 @@ def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | N
     shipped = shipped_dir or shipped_rules_dir()
     files = sorted(shipped.glob("*.yaml")) if shipped.is_dir() else []
     if not files:
-        raise UserError(f"no rule files found in {shipped}: the installation is incomplete; reinstall llmdoctor")
+        raise UserError(f"no rule files found in {shipped}: the installation is incomplete; "
+                        "reinstall llmdoctor")
     catalog = Catalog()
     digest = hashlib.sha256()
     for path in files:

@@ -95,7 +95,7 @@ def load_config(path: Path | None) -> ScanConfig:
     path = Path(os.path.abspath(path))
     if not path.is_file():
         raise UserError(f"--config {path}: no such file")
-    raw = _load_pyproject(path) if path.name == "pyproject.toml" or path.suffix == ".toml" else _load_yaml(path)
+    raw = _load_pyproject(path) if path.suffix == ".toml" else _load_yaml(path)
     raw = raw or {}
     return parse_settings(raw, path)
 

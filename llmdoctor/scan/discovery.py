@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from llmdoctor.report.model import InputError
-from llmdoctor.scan.globs import matches_any
 from llmdoctor.scan.gitignore import GitIgnore
+from llmdoctor.scan.globs import matches_any
 
 SOURCE_SUFFIXES = (".py", ".pyi")
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", ".tox", ".nox", ".venv", "venv", "node_modules",
-    "__pycache__", ".mypy_cache", ".direnv", ".pyenv", ".pytype", ".pants.d", ".vscode", ".pytest_cache", ".ruff_cache", ".llmdoctor_cache", "build", "dist",
+    "__pycache__", ".mypy_cache", ".direnv", ".pyenv", ".pytype", ".pants.d", ".vscode", ".pytest_cache",
+    ".ruff_cache", ".llmdoctor_cache", "build", "dist",
     "site-packages", ".eggs", "__pypackages__", ".ipynb_checkpoints", "_build", "buck-out",
 })
 
@@ -66,12 +67,12 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
     for given in paths:
         absolute = os.path.abspath(given)
         if os.path.isdir(absolute):
-            if force_exclude and (excluded(absolute) or (ignore and ignore.ignored(absolute, is_dir=True, ancestors=True))):
+            if force_exclude and (excluded(absolute) or _ignored(ignore, absolute, is_dir=True)):
                 continue
             for file in _walk(absolute, excluded, ignore, found):
                 add(file, file)
         elif os.path.exists(absolute) or os.path.islink(absolute):
-            if force_exclude and (excluded(absolute) or (ignore and ignore.ignored(absolute, is_dir=False, ancestors=True))):
+            if force_exclude and (excluded(absolute) or _ignored(ignore, absolute, is_dir=False)):
                 continue
             if not os.path.exists(absolute):
                 found.errors.append(InputError(given, "broken symbolic link or symlink loop"))
@@ -81,6 +82,10 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
             found.errors.append(InputError(given, "no such file or directory"))
     found.files.sort()
     return found
+
+
+def _ignored(ignore: GitIgnore | None, path: str, *, is_dir: bool) -> bool:
+    return ignore is not None and ignore.ignored(path, is_dir=is_dir, ancestors=True)
 
 
 def _walk(top: str, excluded, ignore: GitIgnore | None, found: Discovery):

@@ -1,5 +1,5 @@
-"""The semantic model every rule shares: imports, scopes, bindings and call context (like pyflakes' scope stack
-or ruff's semantic model), maintained during the single batched visit of a file.
+"""The semantic model every rule shares: imports, scopes, bindings and call context (like pyflakes'
+scope stack or ruff's semantic model), maintained during the single batched visit of a file.
 
 What it answers:
 - `qualified_name(expr)`: the dotted name an expression refers to, through `import time as t`,

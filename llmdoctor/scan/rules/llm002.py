@@ -130,7 +130,8 @@ class TokenizerPerCall(Rule):
                 if isinstance(element, cst.DictElement):
                     self._escape(element.value, frame, top=False)
         elif isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
-            for part in ((expr.body, expr.orelse) if isinstance(expr, cst.IfExp) else (expr.left, expr.right)):
+            parts = (expr.body, expr.orelse) if isinstance(expr, cst.IfExp) else (expr.left, expr.right)
+            for part in parts:
                 self._escape(part, frame, top=False)
         elif isinstance(expr, cst.Await):
             self._escape(expr.expression, frame, top=False)
@@ -184,7 +185,8 @@ class TokenizerPerCall(Rule):
     def _runs_once(self, scope: Scope) -> bool:
         if scope.kind == "function" and scope.name in self._skip_functions:
             return True
-        return any(table.match(name) is not None for name in scope.decorators for table in self._skip_decorators)
+        return any(table.match(name) is not None
+                   for name in scope.decorators for table in self._skip_decorators)
 
     def _report(self, candidate: _Candidate, scope: Scope) -> None:
         shown = candidate.callee
@@ -195,7 +197,8 @@ class TokenizerPerCall(Rule):
                 f"`{shown}()` inside {where}: cached after the first call, but that first call loads the "
                 "encoding (~0.2-0.45 s) and downloads it with no timeout when there is no local copy",
                 severity="info", statement=candidate.statement,
-                fix="look the encoding up once at module level or at startup (e.g. ENC = tiktoken.get_encoding(...))",
+                fix="look the encoding up once at module level or at startup "
+                    "(e.g. ENC = tiktoken.get_encoding(...))",
                 call=shown,
             )
             return
