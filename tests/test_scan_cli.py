@@ -66,7 +66,7 @@ def test_shipped_fixtures_have_findings(cli):
 
 def test_json_format(cli, tmp_path):
     write(tmp_path, "app.py", HIT)
-    write(tmp_path, "bad.py", "import time\nasync def f(:\n")
+    write(tmp_path, "bad.py", "import time\nasync def f(:\n    time.sleep(1)\n")
     result = cli("scan", ".", "--format", "json", cwd=tmp_path)
     assert result.returncode == 1
     data = json.loads(result.stdout)
@@ -176,7 +176,7 @@ def test_missing_path_with_findings_elsewhere_exits_1(cli, tmp_path):
 
 
 @pytest.mark.parametrize(("name", "data", "reason"), [
-    ("syntax.py", b"import time\nasync def f(:\n    pass\n", "syntax error"),
+    ("syntax.py", b"import time\nasync def f(:\n    time.sleep(1)\n", "syntax error"),
     ("undecodable.py", b"async def f():\n    return '\xff'\n", "cannot decode as utf-8"),
     ("binary.py", b"\x00\x01\x02async\xff", "binary data"),
 ])

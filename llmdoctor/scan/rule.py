@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
+from llmdoctor.scan.prefilter import NameIndex
+
 if TYPE_CHECKING:
     from llmdoctor.scan.catalog import Catalog, RuleSpec, Table
     from llmdoctor.scan.semantic import SemanticModel
@@ -78,7 +80,22 @@ class Rule:
         required, any_of = compiled
         if not all(regex.search(source) for regex in required):
             return False
-        return any_of is None or any_of.search(source) is not None
+        if any_of is not None and any_of.search(source) is None:
+            return False
+        names = catalog.memo.get(("prefilter-names", cls.code))
+        if names is None:
+            names = catalog.memo[("prefilter-names", cls.code)] = NameIndex(cls.prefilter_names(spec, catalog))
+        return names.may_match(source)
+
+    @classmethod
+    def prefilter_names(cls, spec: "RuleSpec", catalog: "Catalog") -> list[str]:
+        """Dotted names (wildcards allowed) of which ONE must be spelled out in a file for the rule to fire:
+        by default every entry of `prefilter_tables` (see llmdoctor/scan/prefilter.py). Override when the
+        rule matches names from elsewhere; return [] for no condition."""
+        names: list[str] = []
+        for table in cls.prefilter_tables(spec):
+            names.extend(catalog.table(table).names())
+        return names
 
     # ------------------------------------------------------------------ helpers
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from llmdoctor.scan.fastwalk import walk
 from llmdoctor.scan.rule import PendingFinding
-from llmdoctor.scan.semantic import Binding, SemanticModel, LOCAL
+from llmdoctor.scan.semantic import LOCAL, Binding, SemanticModel
 
 OFFLOAD_TABLE = "offload_calls"
 
@@ -80,5 +81,7 @@ def run_rules(module: cst.Module, active, catalog, offload_methods) -> list[Pend
     context.start_module(module)
     sink: list[PendingFinding] = []
     rules = [cls(spec, catalog, context, sink) for cls, spec in active]
-    module.visit(BatchedVisitor(context, rules))
+    visitor = BatchedVisitor(context, rules)
+    # libcst's module.visit() would rebuild every node; walk() reads the same nodes in the same order
+    walk(module, visitor.on_visit, visitor.on_leave, wanted=(*visitor._visit, *visitor._leave))
     return sink
