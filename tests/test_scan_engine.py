@@ -257,3 +257,23 @@ def test_a_crashing_rule_becomes_an_input_error(monkeypatch):
     monkeypatch.setattr(BlockingCallInAsync, "visit_Call", boom)
     result = scan("import time\nasync def f():\n    time.sleep(1)\n")
     assert result.findings == [] and "internal error" in result.errors[0].reason
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import time\nasync def f(x=time.sleep(1)):\n    pass\n", []),  # default: evaluated at import
+    ("import time\n@deco(time.sleep(1))\nasync def f():\n    pass\n", []),
+    ("import time\nasync def f():\n    def g(x=time.sleep(1)):\n        pass\n", [3]),  # evaluated in f
+    ("import time\nasync def f():\n    g = lambda x=time.sleep(1): x\n", [3]),
+    ("import time\nasync def f():\n    def g(x=lambda: time.sleep(1)):\n        pass\n", []),
+])
+def test_function_headers_run_in_the_enclosing_scope(code, expected):
+    assert lines(code) == expected
+
+
+def test_llm002_default_values_are_built_once():
+    code = """\
+    from transformers import AutoTokenizer
+    def encode(text, tok=AutoTokenizer.from_pretrained("gpt2")):
+        return tok.encode(text)
+    """
+    assert lines(code, rule="LLM002") == []

@@ -49,6 +49,7 @@ class Scope:
     bindings: dict[str, Binding] = field(default_factory=dict)
     attribute_types: dict[str, str | None] = field(default_factory=dict)  # class scopes: self.<attr> -> type
     owner_class: "Scope | None" = None  # methods: the class scope they are defined in
+    header_ids: frozenset[int] = frozenset()  # decorators, defaults, annotations: run in the outer scope
 
     @property
     def is_function(self) -> bool:
@@ -144,6 +145,20 @@ class SemanticModel:
     def in_async_function(self) -> bool:
         function = self.function
         return function is not None and function.is_async
+
+    def executing_function(self, node: cst.CSTNode) -> Scope | None:
+        """The function whose execution evaluates `node`: like `function`, except that a decorator,
+        default value or parameter annotation of a def/lambda is evaluated by the code AROUND it
+        (`async def f(x=time.sleep(1))` sleeps at import, not in the coroutine)."""
+        skip = self.scopes[-1] if self.scopes and id(node) in self.scopes[-1].header_ids else None
+        for scope in reversed(self.scopes):
+            if scope is skip:
+                continue
+            if scope.is_function:
+                return scope
+            if scope.kind == "class":
+                return None
+        return None
 
     @property
     def statement(self) -> cst.CSTNode | None:
@@ -320,7 +335,8 @@ class SemanticModel:
         outer = self.scope
         self.bind(node.name.value, Binding(LOCAL))
         scope = Scope("function", node, name=node.name.value, is_async=node.asynchronous is not None,
-                      decorators=[d for d in decorators if d], decorator_nodes=list(node.decorators))
+                      decorators=[d for d in decorators if d], decorator_nodes=list(node.decorators),
+                      header_ids=_header_ids([*node.decorators, *_param_headers(node.params)]))
         params = node.params
         positional = [*params.posonly_params, *params.params]
         is_static = any(d in ("staticmethod", "builtins.staticmethod") for d in scope.decorators)
@@ -343,7 +359,7 @@ class SemanticModel:
         return self.qualified_name(expr) or dotted_name(expr)
 
     def enter_lambda(self, node: cst.Lambda) -> None:
-        scope = Scope("lambda", node, name="<lambda>")
+        scope = Scope("lambda", node, name="<lambda>", header_ids=_header_ids(_param_headers(node.params)))
         for param in [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]:
             scope.bindings[param.name.value] = Binding(LOCAL)
         for star in (node.params.star_arg, node.params.star_kwarg):
@@ -386,6 +402,29 @@ class SemanticModel:
         positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
         if len(positional) > index:
             self._offloaded.add(id(positional[index].value))
+
+
+def _param_headers(params: cst.Parameters) -> list[cst.CSTNode]:
+    """Default values and annotations of parameters (evaluated when the def/lambda is evaluated)."""
+    out: list[cst.CSTNode] = []
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    for param in every:
+        if param.default is not None:
+            out.append(param.default)
+        if param.annotation is not None:
+            out.append(param.annotation)
+    return out
+
+
+def _header_ids(roots: list[cst.CSTNode]) -> frozenset[int]:
+    ids: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        ids.add(id(node))
+        stack.extend(node.children)
+    return frozenset(ids)
 
 
 def _blocks_of(statement) -> list:

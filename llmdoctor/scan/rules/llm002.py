@@ -142,9 +142,9 @@ class TokenizerPerCall(Rule):
     # -------------------------------------------------------------- candidates
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._frames:
+        frame = self._frame_executing(node)
+        if frame is None:
             return
-        frame = self._frames[-1]
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in self._storing:
             for arg in node.args:  # registry.add(tok), cache.setdefault(k, tok)
@@ -166,6 +166,18 @@ class TokenizerPerCall(Rule):
             call=node, statement=self.context.statement, callee=callee, lookup=lookup,
             cost=entry.get("cost"), bound_to=self._assigned_to.get(id(node)),
         ))
+
+    def _frame_executing(self, node: cst.Call) -> _Frame | None:
+        """The frame of the function that evaluates `node` (a default value belongs to the outer one)."""
+        if not self._frames:
+            return None
+        function = self.context.executing_function(node)
+        if function is None:
+            return None
+        for frame in reversed(self._frames):
+            if frame.scope is function:
+                return frame
+        return None
 
     def leave_Call(self, node: cst.Call) -> None:
         if self._open and self._open[-1] == id(node):

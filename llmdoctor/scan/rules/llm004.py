@@ -18,7 +18,10 @@ class BlockingCallInAsync(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.context
-        if not context.in_async_function or context.is_awaited(node):
+        if context.is_awaited(node):
+            return
+        function = context.executing_function(node)
+        if function is None or not function.is_async:
             return
         callee = context.callee_name(node)
         if callee is None:
@@ -33,7 +36,6 @@ class BlockingCallInAsync(Rule):
         marker = entry.get("nonblocking_with")
         if marker and any(_mentions(arg.value, marker) for arg in node.args):
             return
-        function = context.function
         shown = callee.removeprefix("builtins.")
         instead = entry.get("use_instead")
         self.report(
