@@ -138,8 +138,8 @@ def test_undecodable_bytes_are_an_error_with_line():
 
 
 def test_unknown_coding_cookie_is_an_error():
-    result = analyze_source("c.py", b"# coding: klingon\nx = 1\n", CATALOG, ScanConfig())
-    assert result.errors and "encoding" in result.errors[0].reason
+    result = analyze_source("c.py", b"#!/usr/bin/env python\n# coding: klingon\nx = 1\n", CATALOG, ScanConfig())
+    assert result.errors and "encoding" in result.errors[0].reason and result.errors[0].line == 2
 
 
 def test_binary_data_is_an_error():

@@ -22,7 +22,7 @@ def decode_source(data: bytes) -> str:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as err:
         raise SourceError(f"invalid encoding declaration: {getattr(err, 'msg', err)}",
-                          getattr(err, "lineno", None)) from None
+                          getattr(err, "lineno", None) or _cookie_line(data)) from None
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as err:
@@ -36,3 +36,11 @@ def decode_source(data: bytes) -> str:
         text = text[1:]
     return text
 
+
+
+def _cookie_line(data: bytes) -> int | None:
+    """PEP 263: the declaration is on line 1 or 2."""
+    for number, line in enumerate(data.split(b"\n", 2)[:2], 1):
+        if line.lstrip().startswith(b"#") and b"coding" in line:
+            return number
+    return None
