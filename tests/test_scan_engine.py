@@ -277,3 +277,17 @@ def test_llm002_default_values_are_built_once():
         return tok.encode(text)
     """
     assert lines(code, rule="LLM002") == []
+
+
+@pytest.mark.parametrize("code", [
+    "import pytest\nfrom transformers import AutoTokenizer\n@pytest.fixture(scope='session')\n"
+    "def tok():\n    t = AutoTokenizer.from_pretrained('gpt2')\n    yield t\n",
+    "from transformers import AutoTokenizer\ndef test_roundtrip():\n"
+    "    t = AutoTokenizer.from_pretrained('gpt2')\n    assert t.decode(t.encode('a')) == 'a'\n",
+    "import typer\nfrom transformers import AutoTokenizer\napp = typer.Typer()\n@app.command()\n"
+    "def count(path: str):\n    t = AutoTokenizer.from_pretrained('gpt2')\n    print(len(t.encode(path)))\n",
+    "from transformers import AutoTokenizer\nclass A:\n    def load(self, name):\n"
+    "        t = AutoTokenizer.from_pretrained(name)\n        setattr(self, 'tok', t)\n",
+])
+def test_llm002_run_once_contexts(code):
+    assert lines(code, rule="LLM002") == []

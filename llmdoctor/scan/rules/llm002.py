@@ -146,10 +146,11 @@ class TokenizerPerCall(Rule):
         if frame is None:
             return
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in self._storing:
-            for arg in node.args:  # registry.add(tok), cache.setdefault(k, tok)
-                self._escape(arg.value, frame, top=False)
         callee = self.context.callee_name(node)
+        storing = isinstance(func, cst.Attribute) and func.attr.value in self._storing
+        if storing or callee == "builtins.setattr":
+            for arg in node.args:  # registry.add(tok), cache.setdefault(k, tok), setattr(self, "t", tok)
+                self._escape(arg.value, frame, top=False)
         if callee is None:
             return
         entry = self.table(CONSTRUCTORS).match(callee)
