@@ -164,6 +164,9 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
             raise fail("respect-gitignore", "must be true or false")
 
     rules_dirs = tuple(str((base / d).resolve()) for d in str_list("rules-dir"))
+    for folder in rules_dirs:
+        if not Path(folder).is_dir():
+            raise fail("rules-dir", f"{folder} is not a directory")
     return ScanConfig(
         root=str(base), select=rule_ids("select"), ignore=rule_ids("ignore"),
         per_file_ignores=tuple(per_file), severity=tuple(severity), exclude=str_list("exclude"),
