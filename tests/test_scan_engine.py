@@ -291,3 +291,8 @@ def test_llm002_default_values_are_built_once():
 ])
 def test_llm002_run_once_contexts(code):
     assert lines(code, rule="LLM002") == []
+
+
+def test_module_level_def_replaces_an_imported_name():
+    code = "from time import sleep\ndef sleep(seconds):\n    return None\nasync def f():\n    sleep(1)\n"
+    assert lines(code) == []

@@ -286,7 +286,7 @@ class SemanticModel:
                             for name in _target_names(target):
                                 self._bind_module(scope, name, binding)
             elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-                self._bind_module(scope, statement.name.value, Binding(LOCAL))
+                scope.bindings[statement.name.value] = Binding(LOCAL)  # a def replaces an imported name
             elif isinstance(statement, (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)):
                 for block in _blocks_of(statement):
                     self._collect_module_bindings(block, scope)
