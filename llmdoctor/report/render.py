@@ -113,7 +113,7 @@ def _artifact_uri(path: str, root: Path) -> str:
         relative = absolute.relative_to(root)
     except ValueError:
         return absolute.as_uri()
-    return quote(relative.as_posix())
+    return quote(relative.as_posix(), errors="surrogateescape")  # undecodable file names: their bytes
 
 
 def to_sarif(report: Report) -> dict:
