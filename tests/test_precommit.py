@@ -65,9 +65,15 @@ def _git_env(home: Path) -> dict:
     return env
 
 
+def _head() -> str:
+    """The committed tree: try-repo would otherwise also pick up uncommitted edits of tracked files."""
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
 def _try_repo(consumer_root: Path, env: dict, *files: str) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [_pre_commit(), "try-repo", str(REPO), "llmdoctor", "--verbose", "--color", "never",
+        [_pre_commit(), "try-repo", str(REPO), "llmdoctor", "--ref", _head(), "--verbose", "--color", "never",
          "--files", *files],
         cwd=consumer_root, env=env, capture_output=True, text=True, timeout=900,
     )
