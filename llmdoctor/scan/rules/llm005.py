@@ -1,0 +1,360 @@
+"""LLM005: prompts or completions logged at INFO or above on every call, unsampled.
+
+Knowledge: rules/sdk-logging.yaml (sinks, payload vs metadata, sampling guards) and the SDK tables
+(generation calls, their payload_kwargs, `imports`); see docs/sdk-knowledge.md. Payload tracking is in
+payload.py; this module keeps the per-function state (what each local name holds, which names were passed
+to a generation call as the prompt, which blocks run under a sampling guard) and decides what a sink is.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rules.payload import (
+    LEVELS,
+    METADATA,
+    LoggingKnowledge,
+    PayloadEvaluator,
+    Source,
+    Value,
+    generation_method,
+    logging_knowledge,
+    payload_arguments,
+    shown_call,
+    target_names,
+)
+from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
+
+NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "file", "sep", "end", "flush"})
+NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", "timedelta", "Decimal"})
+LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
+
+
+class UnsampledPayloadLogging(Rule):
+    code = "LLM005"
+
+    @classmethod
+    def any_literals(cls, spec, catalog) -> frozenset[str]:
+        sinks = logging_knowledge(catalog)
+        words = {name.split(".", 1)[0] for name in (*sinks.functions, *sinks.logger_factories, *sinks.logger_objects)}
+        return frozenset(words | sinks.logger_names)
+
+    @classmethod
+    def may_fire(cls, spec, catalog, source: str) -> bool:
+        if not super().may_fire(spec, catalog, source):
+            return False
+        key = ("llm005-sdk-words",)
+        regex = catalog.memo.get(key)
+        if regex is None:
+            from llmdoctor.scan.rule import _word_regex
+
+            knowledge = sdk_knowledge(catalog)  # a payload needs an SDK import or a generation call
+            words = {name.split(".", 1)[0] for name in (*knowledge.receivers, *knowledge.imports)}
+            words |= {path.split(".", 1)[0] for path in knowledge.unknown_chains}
+            regex = catalog.memo[key] = _word_regex(sorted(words))
+        return regex is None or regex.search(source) is not None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.sinks: LoggingKnowledge = logging_knowledge(self.catalog)
+        self.sdk = sdk_knowledge(self.catalog)
+        self._frames: list[dict[str, Value]] = [{}]  # module, then one per enclosing def
+        self._functions: list[cst.FunctionDef | None] = [None]
+        self._prompt_args: dict[int, dict[str, Source]] = {}  # def id -> names passed as prompts
+        self._blocks: list[bool] = [False]  # per block: runs under a sampling guard
+        self._guarded_bodies: set[int] = set()
+        self._late_imports: set[str] = set()
+        self._imports_cache: dict[tuple[str, ...], bool] = {}
+        self.evaluator = PayloadEvaluator(self.sinks, self.sdk, self.context, self._lookup, names_apply=False)
+
+    # ------------------------------------------------------------------ names
+
+    def _lookup(self, name: str) -> object:
+        for frame in reversed(self._frames):
+            if name in frame:
+                return frame[name]
+        function = self._functions[-1]
+        if function is not None:
+            prompts = self._prompts_of(function)
+            if name in prompts:
+                return prompts[name]
+        return PayloadEvaluator.MISSING
+
+    def _bind(self, names: list[str], value: Value) -> None:
+        frame = self._frames[-1]
+        for name in names:
+            if value is None:
+                frame.pop(name, None)  # unknown again: a payload-like name may still count
+            else:
+                frame[name] = value
+
+    def _prompts_of(self, function: cst.FunctionDef) -> dict[str, Source]:
+        """Names this function passes to a generation call as its prompt (`messages=msgs`), in any order."""
+        found = self._prompt_args.get(id(function))
+        if found is None:
+            found = self._prompt_args[id(function)] = {}
+            stack: list[cst.CSTNode] = [function.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.Call):
+                    method = generation_method(self.sdk, self.context.callee_name(node), node)
+                    if method is not None:
+                        for keyword, value in payload_arguments(node, method, self.sinks):
+                            what = Source(f"the prompt passed as `{keyword}=` to `{shown_call(node)}()`")
+                            for name in self._prompt_parts(value):
+                                found.setdefault(name, what)
+                stack.extend(node.children)
+        return found
+
+    def _prompt_parts(self, value: cst.BaseExpression) -> list[str]:
+        """Local names whose text goes into a prompt argument: `msgs`, `[{"content": question}]`, `h + [..]`."""
+        if isinstance(value, cst.Name):
+            return [value.value]
+        if isinstance(value, (cst.List, cst.Tuple)):
+            return [n for el in value.elements for n in self._prompt_parts(el.value)]
+        if isinstance(value, cst.Dict):
+            names = []
+            for el in value.elements:
+                key = el.key.evaluated_value if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) else None
+                if key in self.sinks.metadata_attributes:
+                    continue  # {"role": role}
+                names += self._prompt_parts(el.value)
+            return names
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+            return self._prompt_parts(value.left) + self._prompt_parts(value.right)
+        if isinstance(value, cst.FormattedString):
+            return [n for part in value.parts if isinstance(part, cst.FormattedStringExpression)
+                    for n in self._prompt_parts(part.expression)]
+        return []
+
+    def _imports_any(self, prefixes) -> bool:
+        key = tuple(sorted(prefixes))
+        found = self._imports_cache.get(key)
+        if found is None:
+            imported = {b.value for b in self.context.module_scope.bindings.values() if b.kind == "import" and b.value}
+            imported |= self._late_imports
+            found = any(name == p or name.startswith(p + ".") for name in imported for p in prefixes)
+            self._imports_cache[key] = found
+        return found
+
+    def _note_import(self, names: list[str]) -> None:
+        self._late_imports.update(names)
+        self._imports_cache.clear()
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self._note_import([_dotted(alias.name) for alias in node.names])
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None and not node.relative:
+            module = _dotted(node.module)
+            names = [module]
+            if not isinstance(node.names, cst.ImportStar):
+                names += [f"{module}.{alias.name.value}" for alias in node.names if isinstance(alias.name, cst.Name)]
+            self._note_import(names)
+
+    # ------------------------------------------------------------------ scopes and assignments
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        frame: dict[str, Value] = {}
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            annotation = param.annotation.annotation if param.annotation else None
+            if annotation is not None and _annotation_name(annotation) in NUMERIC_ANNOTATIONS:
+                frame[param.name.value] = METADATA  # `completion: float` is a progress ratio, not text
+        self._frames.append(frame)
+        self._functions.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._frames.pop()
+        self._functions.pop()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self._assign([t.target for t in node.targets], node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._assign([node.target], node.value)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        value = self._evaluate(node.value)
+        if isinstance(value, Source) and not value.stream and isinstance(node.operator, cst.AddAssign):
+            self._bind(target_names(node.target), value)  # `partial += chunk.choices[0].delta.content`
+
+    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._assign([node.target], node.value)
+
+    def _assign(self, targets, value_node: cst.BaseExpression) -> None:
+        for target in targets:
+            if isinstance(target, cst.Name):
+                self._bind([target.value], self._evaluate(value_node))
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(target.elements):
+                    for sub, val in zip(target.elements, value_node.elements):
+                        self._assign([sub.value], val.value)
+                else:
+                    self._bind(target_names(target), None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(target_names(node.target), self._iterated(node.iter))
+
+    def leave_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._assign([node.asname.name], node.item)
+
+    def _evaluate(self, expr: cst.BaseExpression) -> Value:
+        self.evaluator.names_apply = self._sdk_module()
+        return self.evaluator.evaluate(expr)
+
+    def _iterated(self, expr: cst.BaseExpression) -> Value:
+        self.evaluator.names_apply = self._sdk_module()
+        return self.evaluator.iterated(expr)
+
+    def _sdk_module(self) -> bool:
+        return self._imports_any(self.sdk.imports)
+
+    # ------------------------------------------------------------------ sampling guards
+
+    def visit_If(self, node: cst.If) -> None:
+        if not self._is_sampling_test(node.test):
+            return
+        self._guarded_bodies.add(id(node.body))
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
+        last = body[-1] if body else None
+        if node.orelse is None and isinstance(last, cst.SimpleStatementLine) and last.body and isinstance(
+                last.body[-1], (cst.Return, cst.Continue, cst.Raise)):
+            self._blocks[-1] = True  # `if random.random() > RATE: return` -> the rest of the block is sampled
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.append(id(node) in self._guarded_bodies)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.pop()
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._blocks.append(id(node) in self._guarded_bodies)
+
+    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._blocks.pop()
+
+    def _guarded(self) -> bool:
+        if any(self._blocks):
+            return True
+        names = self.sinks.sample_names
+        return names is not None and any(
+            f is not None and names.fullmatch(f.name.value) for f in self._functions)
+
+    def _is_sampling_test(self, test: cst.BaseExpression) -> bool:
+        sinks = self.sinks
+        stack: list[cst.CSTNode] = [test]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Name) and sinks.sample_names is not None and sinks.sample_names.fullmatch(node.value):
+                return True
+            if isinstance(node, cst.Attribute) and sinks.sample_names is not None and sinks.sample_names.fullmatch(node.attr.value):
+                return True
+            if isinstance(node, cst.Call):
+                if self.context.callee_name(node) in sinks.random_functions:
+                    return True
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value in sinks.enabled_checks:
+                    return True
+            if sinks.modulo and isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) \
+                    and not isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                return True
+            stack.extend(node.children)
+        return False
+
+    # ------------------------------------------------------------------ sinks
+
+    def visit_Call(self, node: cst.Call) -> None:
+        sink = self._sink_of(node)
+        if sink is None:
+            return
+        shown, level, skip_first = sink
+        if level < self.sinks.min_level or self._guarded():
+            return
+        args = [arg for arg in node.args if not arg.star
+                and not (arg.keyword is not None and arg.keyword.value in NOT_LOGGED_KEYWORDS)]
+        if skip_first and args and args[0].keyword is None:
+            args = args[1:]
+        for arg in args:
+            value = self._evaluate(arg.value)
+            if isinstance(value, Source) and not value.stream:
+                self._report(node, shown, level, arg.value, value)
+                return
+
+    def _report(self, node: cst.Call, shown: str, level: int, expr: cst.BaseExpression, source: Source) -> None:
+        text = " ".join(cst.Module([]).code_for_node(expr).split())
+        if len(text) > 60:
+            text = text[:57] + "..."
+        level_name = LEVEL_NAMES.get(level, str(level))
+        self.report(
+            node,
+            f"`{shown}()` logs {source.what} at {level_name} on every call (`{text}`): prompts and completions "
+            "carry user data into every log sink, and ~16 kB per line for a 4,000-token prompt",
+            fix="log metadata instead (`len(...)`, ids, `.usage` token counts, latency); log the text only under "
+                "a sampling guard (`if random.random() < SAMPLE_RATE:`) or redacted",
+            sink=shown,
+            level=level_name,
+            payload=text,
+        )
+
+    def _sink_of(self, node: cst.Call) -> tuple[str, int, bool] | None:
+        """(shown name, level, level is the first argument) of a logging call at a known level, else None."""
+        sinks = self.sinks
+        func = node.func
+        callee = self.context.callee_name(node)
+        if callee is not None:
+            if callee == "builtins.print":
+                if "print" in sinks.functions and self._imports_any(sinks.print_modules):
+                    return "print", sinks.functions["print"] or LEVELS["INFO"], False
+                return None
+            if callee in sinks.functions:
+                return self._leveled(callee, sinks.functions[callee], node)
+            owner, _, method = callee.rpartition(".")
+            if method in sinks.logger_methods and (owner in sinks.logger_factories or owner in sinks.logger_objects):
+                return self._leveled(_shown(func, callee), sinks.logger_methods[method], node)
+            return None
+        if not isinstance(func, cst.Attribute) or func.attr.value not in sinks.logger_methods:
+            return None
+        receiver = func.value
+        name = receiver.value if isinstance(receiver, cst.Name) else (
+            receiver.attr.value if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
+            and receiver.value.value in ("self", "cls") else None)
+        if name in sinks.logger_names:
+            return self._leveled(_shown(func, callee), sinks.logger_methods[func.attr.value], node)
+        return None
+
+    def _leveled(self, shown: str, level: int | None, node: cst.Call) -> tuple[str, int, bool] | None:
+        if level is not None:
+            return shown, level, False
+        first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
+        if first is None:
+            return None
+        if isinstance(first.value, cst.Integer):
+            return shown, int(first.value.value, 0), True
+        constant = self.context.qualified_name(first.value)
+        if constant in self.sinks.level_constants:
+            return shown, self.sinks.level_constants[constant], True
+        return None  # a level we cannot read: no guess
+
+
+def _shown(func: cst.BaseExpression, callee: str | None) -> str:
+    from llmdoctor.scan.rules.payload import attribute_chain
+
+    chain = attribute_chain(func)
+    return ".".join(chain) if chain else (callee or "<logger>")
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _annotation_name(annotation: cst.BaseExpression) -> str | None:
+    if isinstance(annotation, cst.Name):
+        return annotation.value
+    if isinstance(annotation, cst.Attribute):
+        return annotation.attr.value
+    return None

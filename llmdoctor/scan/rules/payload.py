@@ -1,0 +1,396 @@
+"""LLM payload tracking for LLM005 (knowledge: rules/sdk-logging.yaml, schema in docs/sdk-knowledge.md).
+
+`LoggingKnowledge` is the validated `sdk-logging.yaml`: log sinks and their levels, payload vs metadata
+shapes, sampling guards. `PayloadEvaluator.evaluate(expr)` answers what an expression carries:
+
+- a `Source` (it carries a prompt or a completion, and says where it came from), or
+- `METADATA` (known not to carry the text: a length, a token count, an id, a number or constant string), or
+- None (unknown: nothing is reported on it; a payload-like *name* may still make it payload).
+
+Values flow through formatting (f-strings, `%`, `+`, `.format`, `str()`, `json.dumps`, containers,
+comprehensions) and attribute/subscript chains from a generation result; a metadata attribute or function
+ends the flow. Names are looked up through a callback: the rule keeps the per-function assignments.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Callable, Union
+
+import libcst as cst
+
+from llmdoctor.errors import UserError
+from llmdoctor.scan.rules.sdk_knowledge import Method, SdkKnowledge
+
+LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+FIRST_ARGUMENT = "first_argument"
+KNOWLEDGE_STEM = "sdk-logging"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a payload comes from, in words for the message."""
+
+    what: str
+    stream: bool = False  # a stream object: its repr is not the text, iterating it yields payload chunks
+
+
+class _Metadata:
+    def __repr__(self) -> str:
+        return "METADATA"
+
+
+METADATA = _Metadata()
+Value = Union[Source, _Metadata, None]
+
+
+def _glob_regex(globs) -> re.Pattern | None:
+    globs = list(globs or ())
+    if not globs:
+        return None
+    return re.compile("|".join(fnmatch.translate(g) for g in globs))
+
+
+@dataclass(frozen=True)
+class LoggingKnowledge:
+    min_level: int
+    functions: dict  # qualified function -> level number, or None (level is the first argument)
+    print_modules: frozenset
+    logger_factories: frozenset
+    logger_objects: frozenset
+    logger_methods: dict  # method -> level number or None
+    logger_names: frozenset
+    level_constants: dict  # qualified constant -> level number
+    payload_attributes: frozenset
+    metadata_attributes: frozenset
+    metadata_functions: frozenset
+    preserving_functions: frozenset
+    preserving_methods: frozenset
+    payload_kwargs: frozenset
+    payload_names: re.Pattern | None
+    random_functions: frozenset
+    sample_names: re.Pattern | None
+    modulo: bool
+    enabled_checks: frozenset
+
+    def is_payload_name(self, name: str) -> bool:
+        return self.payload_names is not None and self.payload_names.fullmatch(name) is not None
+
+
+def logging_knowledge(catalog) -> LoggingKnowledge:
+    found = catalog.memo.get(KNOWLEDGE_STEM)
+    if found is None:
+        found = catalog.memo[KNOWLEDGE_STEM] = build_logging_knowledge(catalog.knowledge.get(KNOWLEDGE_STEM) or {})
+    return found
+
+
+def _level(stem_key: str, value) -> int | None:
+    if value == FIRST_ARGUMENT:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.upper() in LEVELS:
+        return LEVELS[value.upper()]
+    raise UserError(f"rules file {KNOWLEDGE_STEM}.yaml: key '{stem_key}': level must be one of "
+                    f"{', '.join(LEVELS)}, a number or {FIRST_ARGUMENT}")
+
+
+def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
+    sinks = doc.get("log_sinks") or {}
+    payload = doc.get("payload") or {}
+    guards = doc.get("sampling_guards") or {}
+    for key, value in (("log_sinks", sinks), ("payload", payload), ("sampling_guards", guards)):
+        if not isinstance(value, dict):
+            raise UserError(f"rules file {KNOWLEDGE_STEM}.yaml: key '{key}': must be a mapping")
+    return LoggingKnowledge(
+        min_level=_level("log_sinks.min_level", sinks.get("min_level", "INFO")),
+        functions={name: _level(f"log_sinks.functions.{name}", level)
+                   for name, level in (sinks.get("functions") or {}).items()},
+        print_modules=frozenset(sinks.get("print_is_logging_in") or ()),
+        logger_factories=frozenset(sinks.get("logger_factories") or ()),
+        logger_objects=frozenset(sinks.get("logger_objects") or ()),
+        logger_methods={name: _level(f"log_sinks.logger_methods.{name}", level)
+                        for name, level in (sinks.get("logger_methods") or {}).items()},
+        logger_names=frozenset(sinks.get("logger_names") or ()),
+        level_constants={name: _level(f"log_sinks.level_constants.{name}", level)
+                         for name, level in (sinks.get("level_constants") or {}).items()},
+        payload_attributes=frozenset(payload.get("attributes") or ()),
+        metadata_attributes=frozenset(payload.get("metadata_attributes") or ()),
+        metadata_functions=frozenset(payload.get("metadata_functions") or ()),
+        preserving_functions=frozenset(payload.get("preserving_functions") or ()),
+        preserving_methods=frozenset(payload.get("preserving_methods") or ()),
+        payload_kwargs=frozenset(payload.get("kwargs") or ()),
+        payload_names=_glob_regex(payload.get("names")),
+        random_functions=frozenset(guards.get("random_functions") or ()),
+        sample_names=_glob_regex(guards.get("name_globs")),
+        modulo=bool(guards.get("modulo", True)),
+        enabled_checks=frozenset(guards.get("enabled_checks") or ()),
+    )
+
+
+# ---------------------------------------------------------------------------------------- generation calls
+
+def attribute_chain(expr: cst.BaseExpression) -> list[str]:
+    """`self.llm.chat.completions.create` -> its names; a call segment is kept as `name()`; [] otherwise."""
+    from llmdoctor.scan.rules.llm001 import attribute_chain as chain
+
+    return chain(expr)
+
+
+def generation_method(knowledge: SdkKnowledge, callee: str | None, node: cst.Call) -> Method | None:
+    """The generating SDK method `node` calls (known receiver, or a generation-specific chain), else None."""
+    method = knowledge.lookup(callee)
+    if method is None:
+        chain = attribute_chain(node.func)
+        if chain:
+            method = knowledge.lookup_unknown(".".join(part.removesuffix("()") for part in chain))
+    return method if method is not None and method.generates else None
+
+
+def returns_stream(node: cst.Call, method: Method) -> bool:
+    """The result may be a stream object (its repr is not the text): streaming method, stream=<not False>,
+    or **kwargs that may carry stream=True."""
+    if method.kind == "streaming":
+        return True
+    for arg in node.args:
+        if arg.star == "**":
+            return True
+        if arg.keyword is not None and arg.keyword.value == method.stream_kwarg:
+            return not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
+    return False
+
+
+def payload_arguments(node: cst.Call, method: Method, logging: LoggingKnowledge) -> list[tuple[str, cst.BaseExpression]]:
+    """(parameter name, value) of the arguments of a generation call that carry the prompt."""
+    kwargs = method.payload_kwargs | logging.payload_kwargs
+    out = []
+    positional = 0
+    for arg in node.args:
+        if arg.star:
+            continue
+        if arg.keyword is None:
+            if positional < len(method.positional) and method.positional[positional] in kwargs:
+                out.append((method.positional[positional], arg.value))
+            positional += 1
+        elif arg.keyword.value in kwargs:
+            out.append((arg.keyword.value, arg.value))
+    return out
+
+
+def shown_call(node: cst.Call) -> str:
+    chain = attribute_chain(node.func)
+    return ".".join(chain) if chain else "<call>"
+
+
+# ---------------------------------------------------------------------------------------- evaluation
+
+_METADATA_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.round",
+                                "builtins.len", "builtins.type", "builtins.id", "builtins.hash",
+                                "builtins.isinstance", "builtins.sum", "builtins.min", "builtins.max",
+                                "builtins.abs", "builtins.sorted"})
+_NUMERIC_OPERATORS = (cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply,
+                      cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
+
+
+class PayloadEvaluator:
+    """Evaluates expressions against the rule's name state (`lookup(name) -> Value | MISSING`)."""
+
+    MISSING = object()
+
+    def __init__(self, logging: LoggingKnowledge, sdk: SdkKnowledge, context,
+                 lookup: Callable[[str], object], names_apply: bool) -> None:
+        self.logging = logging
+        self.sdk = sdk
+        self.context = context
+        self._lookup = lookup
+        self.names_apply = names_apply  # the module uses an LLM SDK: payload-like names count
+        self._comprehension: list[dict[str, Value]] = []
+
+    # a name ------------------------------------------------------------------------------------------------
+    def name(self, name: str) -> Value:
+        for frame in reversed(self._comprehension):
+            if name in frame:
+                return frame[name]
+        found = self._lookup(name)
+        if found is not self.MISSING:
+            return found  # type: ignore[return-value]
+        if self.names_apply and self.logging.is_payload_name(name):
+            return Source(f"`{name}` (a prompt or completion by its name, in a module that uses an LLM SDK)")
+        return None
+
+    def _named(self, name: str) -> Value:
+        """A payload-like attribute or key name (`request.prompt`, `data["messages"]`)."""
+        if self.names_apply and self.logging.is_payload_name(name):
+            return Source(f"`{name}` (a prompt or completion by its name, in a module that uses an LLM SDK)")
+        return None
+
+    # any expression ----------------------------------------------------------------------------------------
+    def evaluate(self, expr: cst.BaseExpression) -> Value:
+        if isinstance(expr, cst.Await):
+            return self.evaluate(expr.expression)
+        if isinstance(expr, cst.Name):
+            if expr.value in ("None", "True", "False"):
+                return METADATA
+            return self.name(expr.value)
+        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.Comparison)):
+            return METADATA
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+            return METADATA  # a constant: no user data
+        if isinstance(expr, cst.UnaryOperation):
+            return METADATA if isinstance(expr.operator, (cst.Not, cst.Minus, cst.Plus)) else None
+        if isinstance(expr, cst.FormattedString):
+            return self._first(part.expression for part in expr.parts
+                               if isinstance(part, cst.FormattedStringExpression))
+        if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, _NUMERIC_OPERATORS):
+                return METADATA
+            if isinstance(expr.operator, cst.Modulo):
+                if isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                    return self._first([expr.right])  # "%s" % payload
+                return METADATA
+            return self._first([expr.left, expr.right])  # +
+        if isinstance(expr, cst.BooleanOperation):
+            return self._first([expr.left, expr.right])
+        if isinstance(expr, cst.IfExp):
+            return self._first([expr.body, expr.orelse])
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return self._first(el.value for el in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return self._first(el.value for el in expr.elements)
+        if isinstance(expr, (cst.GeneratorExp, cst.ListComp, cst.SetComp)):
+            return self._comprehension_value(expr.for_in, [expr.elt])
+        if isinstance(expr, cst.DictComp):
+            return self._comprehension_value(expr.for_in, [expr.value])
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            return self._chain(expr)
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        return None
+
+    def _first(self, exprs) -> Value:
+        """The first payload among `exprs`; METADATA only when every one is metadata."""
+        all_metadata = True
+        for expr in exprs:
+            value = self.evaluate(expr)
+            if isinstance(value, Source):
+                if value.stream:
+                    all_metadata = False
+                    continue  # a stream object's repr is not the text
+                return value
+            if value is not METADATA:
+                all_metadata = False
+        return METADATA if all_metadata else None
+
+    def _comprehension_value(self, for_in: cst.CompFor, elements) -> Value:
+        frame: dict[str, Value] = {}
+        self._comprehension.append(frame)
+        try:
+            comp: cst.CompFor | None = for_in
+            while comp is not None:
+                iterated = self.iterated(comp.iter)
+                for name in target_names(comp.target):
+                    frame[name] = iterated
+                comp = comp.inner_for_in
+            return self._first(elements)
+        finally:
+            self._comprehension.pop()
+
+    def iterated(self, iterable: cst.BaseExpression) -> Value:
+        """What iterating `iterable` yields: payload from a payload or a stream."""
+        value = self.evaluate(iterable)
+        if isinstance(value, Source):
+            return Source(value.what) if value.stream else value
+        return None
+
+    # attribute / subscript chains --------------------------------------------------------------------------
+    def _chain(self, expr: cst.BaseExpression) -> Value:
+        named: list[str] = []  # attribute names and string keys, outermost first
+        node = expr
+        while True:
+            if isinstance(node, cst.Attribute):
+                named.append(node.attr.value)
+                node = node.value
+            elif isinstance(node, cst.Subscript):
+                key = _string_key(node)
+                if key is not None:
+                    named.append(key)
+                node = node.value
+            else:
+                break
+        if any(name in self.logging.metadata_attributes for name in named):
+            return METADATA
+        root = self.evaluate(node)
+        if isinstance(root, Source):
+            if not named:
+                return root  # messages[-1], text[:200]
+            if named[0] in self.logging.payload_attributes:
+                return Source(root.what)
+            return None  # an attribute we know nothing about (`response.headers`)
+        if root is METADATA:
+            return None
+        if named and not (isinstance(node, cst.Name) and node.value in ("self", "cls") and len(named) > 1):
+            return self._named(named[0])
+        return None
+
+    # calls --------------------------------------------------------------------------------------------------
+    def _call(self, call: cst.Call) -> Value:
+        logging = self.logging
+        callee = self.context.callee_name(call)
+        method = generation_method(self.sdk, callee, call)
+        if method is not None:
+            return Source(f"the result of `{shown_call(call)}()`", stream=returns_stream(call, method))
+        args = [arg.value for arg in call.args if not arg.star]
+        if callee is not None:
+            last = callee.rsplit(".", 1)[-1]
+            if callee in _METADATA_BUILTINS or callee in logging.metadata_functions or last in logging.metadata_functions:
+                return METADATA
+            if callee in logging.preserving_functions or callee.removeprefix("builtins.") in logging.preserving_functions:
+                return self._first_source(args)
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in logging.metadata_functions:
+            return METADATA
+        if isinstance(func, cst.Attribute):
+            method_name = func.attr.value
+            if method_name in logging.metadata_functions:
+                return METADATA
+            if method_name == "get" and args and isinstance(args[0], cst.SimpleString):
+                key = args[0].evaluated_value
+                if isinstance(key, str):
+                    if key in logging.metadata_attributes:
+                        return METADATA
+                    owner = self.evaluate(func.value)
+                    if isinstance(owner, Source) and key in logging.payload_attributes:
+                        return Source(owner.what)
+                    return self._named(key) if owner is None else None
+            if method_name in logging.preserving_methods:
+                owner = self.evaluate(func.value)
+                if isinstance(owner, Source) and not owner.stream:
+                    return owner
+                return self._first_source(args)  # "{}".format(payload), ", ".join(messages)
+        return None
+
+    def _first_source(self, exprs) -> Value:
+        value = self._first(exprs)
+        return value if isinstance(value, Source) else None
+
+
+def _string_key(node: cst.Subscript) -> str | None:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    key = node.slice[0].slice.value
+    if isinstance(key, cst.SimpleString):
+        value = key.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for el in target.elements for name in target_names(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []
