@@ -106,7 +106,8 @@ def python_files(root: Path) -> list[Path]:
 
 def scan_json(llmdoctor: list[str], target: Path, extra: list[str], env: dict) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([*llmdoctor, "scan", "--isolated", "--format", "json", "-o", out.name, "--exit-zero",
+        subprocess.run([*llmdoctor, "scan", "--isolated", "--no-gitignore", "--format", "json", "-o", out.name,
+                        "--exit-zero",
                         *extra, str(target)], env=env, check=True, capture_output=True)
         return json.loads(Path(out.name).read_text())
 
@@ -120,7 +121,7 @@ def bench_corpus(name: str, target: Path, args, llmdoctor: list[str], env: dict)
     files = python_files(target)
     result = CorpusResult(name=name, files=len(files), bytes=sum(f.stat().st_size for f in files))
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
-    scan = [*llmdoctor, "scan", "--isolated", "--format", "json", "--exit-zero", str(target)]
+    scan = [*llmdoctor, "scan", "--isolated", "--no-gitignore", "--format", "json", "--exit-zero", str(target)]
     repeat = args.repeat if result.files <= args.peers_max_files else 1
 
     cold = best([*scan, "--no-cache", *jobs], repeat, env=env)
@@ -147,8 +148,8 @@ def bench_corpus(name: str, target: Path, args, llmdoctor: list[str], env: dict)
 
     ruff = tool("ruff", args.tools_bin)
     if ruff:
-        result.times["ruff"] = best([ruff, "check", "--select", "ASYNC,LOG,G,S113", "--no-cache", "--exit-zero",
-                                     "-q", str(target)], repeat).seconds
+        result.times["ruff"] = best([ruff, "check", "--select", "ASYNC,LOG,G,S113", "--no-cache",
+                                     "--no-respect-gitignore", "--exit-zero", "-q", str(target)], repeat).seconds
     else:
         result.notes.append("ruff not installed")
     fixit = tool("fixit", args.tools_bin)

@@ -12,6 +12,8 @@ order, reading children straight from the dataclass fields:
 - whitespace, comment and operator nodes (`libcst._nodes.whitespace` / `libcst._nodes.op`, whose
   subtrees hold nothing but more of them) are not entered, unless the visitor asks for any of those
   types by name (`wanted`), in which case nothing is skipped;
+- `handles(type)` lets the caller skip the callbacks for node types it does nothing with (most nodes
+  are names, attributes, arguments and literals), while still walking their children;
 - the traversal is iterative: a deeply nested file cannot exhaust the recursion limit here.
 
 tests/test_scan_parallel_walk.py checks the event sequence equals libcst's on every fixture.
@@ -117,18 +119,26 @@ def trivia_names() -> frozenset[str]:
 
 
 def walk(root: cst.CSTNode, on_visit: Callable[[cst.CSTNode], object],
-         on_leave: Callable[[cst.CSTNode], object], wanted: Iterable[str] = ()) -> None:
+         on_leave: Callable[[cst.CSTNode], object], wanted: Iterable[str] = (),
+         handles: Callable[[type], bool] | None = None) -> None:
     """Pre-order `on_visit`, post-order `on_leave` over `root` (children always entered). Trivia is
-    skipped unless `wanted` (node type names the visitor handles) names a trivia type."""
+    skipped unless `wanted` (node type names the visitor handles) names a trivia type. `handles(type)`:
+    when given, the callbacks run only for node types it accepts (their children are still walked)."""
     prune = not (frozenset(wanted) & trivia_names())
+    handled: dict[type, bool] = {}
     stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
     while stack:
         node, entered = stack.pop()
         if entered:
             on_leave(node)
             continue
-        on_visit(node)
-        stack.append((node, True))
+        kind = type(node)
+        wanted_here = handled.get(kind)
+        if wanted_here is None:
+            wanted_here = handled[kind] = handles is None or handles(kind)
+        if wanted_here:
+            on_visit(node)
+            stack.append((node, True))
         kids = children(node)
         for child in reversed(kids if isinstance(kids, list) else list(kids)):
             if not (prune and _is_trivia(type(child))):

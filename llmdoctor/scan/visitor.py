@@ -11,6 +11,10 @@ from llmdoctor.scan.semantic import LOCAL, Binding, SemanticModel
 OFFLOAD_TABLE = "offload_calls"
 
 _STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+# every type on_visit / on_leave below react to (keep in sync): other nodes are walked through silently
+_MODEL_TYPES = (*_STATEMENT_TYPES, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Await, cst.Call, cst.For,
+                cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.WithItem, cst.Import, cst.ImportFrom,
+                cst.ExceptHandler)
 
 
 class BatchedVisitor(cst.CSTVisitor):
@@ -25,6 +29,11 @@ class BatchedVisitor(cst.CSTVisitor):
                     self._visit.setdefault(attr[6:], []).append(getattr(rule, attr))
                 elif attr.startswith("leave_"):
                     self._leave.setdefault(attr[6:], []).append(getattr(rule, attr))
+
+    def handles(self, node_type: type) -> bool:
+        """Whether on_visit / on_leave do anything for nodes of this type (a rule callback or the model)."""
+        name = node_type.__name__
+        return issubclass(node_type, _MODEL_TYPES) or name in self._visit or name in self._leave
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         context = self.context
@@ -83,5 +92,6 @@ def run_rules(module: cst.Module, active, catalog, offload_methods) -> list[Pend
     rules = [cls(spec, catalog, context, sink) for cls, spec in active]
     visitor = BatchedVisitor(context, rules)
     # libcst's module.visit() would rebuild every node; walk() reads the same nodes in the same order
-    walk(module, visitor.on_visit, visitor.on_leave, wanted=(*visitor._visit, *visitor._leave))
+    walk(module, visitor.on_visit, visitor.on_leave, wanted=(*visitor._visit, *visitor._leave),
+         handles=visitor.handles)
     return sink
