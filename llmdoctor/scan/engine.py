@@ -113,23 +113,23 @@ def _deep_recursion():
 
 
 def _positioned(path, module, source, pending, config: ScanConfig) -> tuple[list[Finding], int]:
-    from libcst.metadata import MetadataWrapper, PositionProvider
+    from llmdoctor.scan.positions import positions_for
 
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    spans = positions_for(module, source, [(item.node, item.statement) for item in pending])
     suppressions = parse_suppressions(source)
     findings, suppressed, seen = [], 0, set()
     for item in pending:
-        where = positions[item.node]
-        lines = [where.start.line]
-        if item.statement is not None and item.statement in positions:
-            lines.append(positions[item.statement].start.line)
+        where = spans[id(item.node)]
+        lines = [where.start_line]
+        if item.statement is not None and id(item.statement) in spans:
+            lines.append(spans[id(item.statement)].start_line)
         if suppressions.silences(item.rule, tuple(lines)):
             suppressed += 1
             continue
         finding = Finding(
             rule=item.rule, severity=config.severity_for(item.rule, item.severity), path=path,
-            line=where.start.line, column=where.start.column + 1,
-            end_line=where.end.line, end_column=where.end.column + 1,
+            line=where.start_line, column=where.start_column + 1,
+            end_line=where.end_line, end_column=where.end_column + 1,
             message=item.message, fix=item.fix, extra=dict(item.extra),
         )
         key = (finding.rule, finding.line, finding.column, finding.message)
