@@ -70,3 +70,13 @@ def test_small_files_use_the_whole_module_provider_and_agree():
     module.visit(collector)
     assert P.positions_for(module, source, collector.found) == P.positions_for(
         module, source, collector.found, min_chars=0)
+
+
+def test_ast_warnings_are_not_printed(recwarn):
+    source = "x = '\\d'\n" * 3000 + "y = f(1)\n"
+    module = cst.parse_module(source)
+    statement = module.body[-1]
+    call = statement.body[0].value
+    spans = P.positions_for(module, source, [(call, statement)])
+    assert spans[id(call)].start_line == 3001
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 
 import libcst as cst
@@ -106,7 +107,9 @@ def _top_level_index(module: cst.Module) -> dict[int, int]:
 
 def _first_code_lines(module: cst.Module, source: str) -> list[int] | None:
     """Line where each top-level libcst statement's code starts (decorators included), from `ast`."""
-    tree = ast.parse(source)
+    with warnings.catch_warnings():  # SyntaxWarning (invalid escapes...) is the user's business, not ours
+        warnings.simplefilter("ignore")
+        tree = ast.parse(source)
     body = tree.body
     lines: list[int] = []
     cursor = 0
