@@ -8,6 +8,8 @@ to a generation call as the prompt, which blocks run under a sampling guard) and
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from llmdoctor.scan.rule import Rule
@@ -18,9 +20,11 @@ from llmdoctor.scan.rules.payload import (
     PayloadEvaluator,
     Source,
     Value,
+    dotted,
     generation_method,
     logging_knowledge,
     payload_arguments,
+    runtime_module_imports,
     shown_call,
     target_names,
 )
@@ -36,24 +40,25 @@ class UnsampledPayloadLogging(Rule):
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
-        sinks = logging_knowledge(catalog)
-        words = {name.split(".", 1)[0] for name in (*sinks.functions, *sinks.logger_factories, *sinks.logger_objects)}
-        return frozenset(words | sinks.logger_names)
+        return frozenset()  # see may_fire: logger names may be globs (`*_logger`)
 
     @classmethod
     def may_fire(cls, spec, catalog, source: str) -> bool:
-        if not super().may_fire(spec, catalog, source):
-            return False
-        key = ("llm005-sdk-words",)
-        regex = catalog.memo.get(key)
-        if regex is None:
-            from llmdoctor.scan.rule import _word_regex
-
+        """A sink (logging, a logger name, print) and an LLM SDK name (import, client, generation chain)."""
+        key = ("llm005-prefilter",)
+        regexes = catalog.memo.get(key)
+        if regexes is None:
+            sinks = logging_knowledge(catalog)
+            words = {name.split(".", 1)[0] for name in (*sinks.functions, *sinks.logger_factories,
+                                                         *sinks.logger_objects)}
+            sink_regex = "|".join([*(rf"\b{re.escape(w)}\b" for w in sorted(words)),
+                                   *(rf"\b{_glob_to_word(g)}\b" for g in sorted(sinks.logger_name_globs))])
             knowledge = sdk_knowledge(catalog)  # a payload needs an SDK import or a generation call
-            words = {name.split(".", 1)[0] for name in (*knowledge.receivers, *knowledge.imports)}
-            words |= {path.split(".", 1)[0] for path in knowledge.unknown_chains}
-            regex = catalog.memo[key] = _word_regex(sorted(words))
-        return regex is None or regex.search(source) is not None
+            sdk_words = {name.split(".", 1)[0] for name in (*knowledge.receivers, *knowledge.imports)}
+            sdk_words |= {path.split(".", 1)[0] for path in knowledge.unknown_chains}
+            sdk_regex = "|".join(rf"\b{re.escape(w)}\b" for w in sorted(sdk_words))
+            regexes = catalog.memo[key] = (re.compile(sink_regex or "$^"), re.compile(sdk_regex or "$^"))
+        return all(regex.search(source) is not None for regex in regexes)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -66,6 +71,7 @@ class UnsampledPayloadLogging(Rule):
         self._guarded_bodies: set[int] = set()
         self._late_imports: set[str] = set()
         self._imports_cache: dict[tuple[str, ...], bool] = {}
+        self._runtime_imports: set[str] | None = None
         self.evaluator = PayloadEvaluator(self.sinks, self.sdk, self.context, self._lookup, names_apply=False)
 
     # ------------------------------------------------------------------ names
@@ -94,6 +100,8 @@ class UnsampledPayloadLogging(Rule):
         found = self._prompt_args.get(id(function))
         if found is None:
             found = self._prompt_args[id(function)] = {}
+            assigned: dict[str, list[cst.BaseExpression]] = {}
+            pending: list[tuple[str, Source]] = []
             stack: list[cst.CSTNode] = [function.body]
             while stack:
                 node = stack.pop()
@@ -102,9 +110,17 @@ class UnsampledPayloadLogging(Rule):
                     if method is not None:
                         for keyword, value in payload_arguments(node, method, self.sinks):
                             what = Source(f"the prompt passed as `{keyword}=` to `{shown_call(node)}()`")
-                            for name in self._prompt_parts(value):
-                                found.setdefault(name, what)
+                            pending += [(name, what) for name in self._prompt_parts(value)]
+                elif isinstance(node, cst.Assign):
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Name):
+                            assigned.setdefault(target.target.value, []).append(node.value)
                 stack.extend(node.children)
+            while pending:  # `msgs = history + [{"content": question}]; create(messages=msgs)`: question too
+                name, what = pending.pop()
+                if name not in found:
+                    found[name] = what
+                    pending += [(part, what) for value in assigned.get(name, ()) for part in self._prompt_parts(value)]
         return found
 
     def _prompt_parts(self, value: cst.BaseExpression) -> list[str]:
@@ -138,16 +154,22 @@ class UnsampledPayloadLogging(Rule):
             self._imports_cache[key] = found
         return found
 
+    def _runtime_imports_any(self, prefixes) -> bool:
+        """Imported at module level when the program runs (not under `if TYPE_CHECKING:`, not in a function)."""
+        if self._runtime_imports is None:
+            self._runtime_imports = runtime_module_imports(self.context.module_scope.node)
+        return any(name == p or name.startswith(p + ".") for name in self._runtime_imports for p in prefixes)
+
     def _note_import(self, names: list[str]) -> None:
         self._late_imports.update(names)
         self._imports_cache.clear()
 
     def visit_Import(self, node: cst.Import) -> None:
-        self._note_import([_dotted(alias.name) for alias in node.names])
+        self._note_import([dotted(alias.name) for alias in node.names])
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.module is not None and not node.relative:
-            module = _dotted(node.module)
+            module = dotted(node.module)
             names = [module]
             if not isinstance(node.names, cst.ImportStar):
                 names += [f"{module}.{alias.name.value}" for alias in node.names if isinstance(alias.name, cst.Name)]
@@ -306,14 +328,16 @@ class UnsampledPayloadLogging(Rule):
         callee = self.context.callee_name(node)
         if callee is not None:
             if callee == "builtins.print":
-                if "print" in sinks.functions and self._imports_any(sinks.print_modules):
+                if "print" in sinks.functions and self._runtime_imports_any(sinks.print_modules):
                     return "print", sinks.functions["print"] or LEVELS["INFO"], False
                 return None
             if callee in sinks.functions:
                 return self._leveled(callee, sinks.functions[callee], node)
             owner, _, method = callee.rpartition(".")
-            if method in sinks.logger_methods and (owner in sinks.logger_factories or owner in sinks.logger_objects):
-                return self._leveled(_shown(func, callee), sinks.logger_methods[method], node)
+            if method in sinks.logger_methods and (
+                    owner in sinks.logger_factories or owner in sinks.logger_objects
+                    or (isinstance(func, cst.Attribute) and sinks.is_logger_name(owner.rpartition(".")[2]))):
+                return self._leveled(_shown(func, callee), sinks.logger_methods[method], node)  # `from app.log import logger`
             return None
         if not isinstance(func, cst.Attribute) or func.attr.value not in sinks.logger_methods:
             return None
@@ -321,7 +345,7 @@ class UnsampledPayloadLogging(Rule):
         name = receiver.value if isinstance(receiver, cst.Name) else (
             receiver.attr.value if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
             and receiver.value.value in ("self", "cls") else None)
-        if name in sinks.logger_names:
+        if name is not None and sinks.is_logger_name(name):
             return self._leveled(_shown(func, callee), sinks.logger_methods[func.attr.value], node)
         return None
 
@@ -346,10 +370,8 @@ def _shown(func: cst.BaseExpression, callee: str | None) -> str:
     return ".".join(chain) if chain else (callee or "<logger>")
 
 
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return node.value if isinstance(node, cst.Name) else ""
+def _glob_to_word(glob: str) -> str:
+    return "".join(r"\w*" if ch == "*" else re.escape(ch) for ch in glob)
 
 
 def _annotation_name(annotation: cst.BaseExpression) -> str | None:

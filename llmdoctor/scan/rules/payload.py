@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 import libcst as cst
 
@@ -43,7 +43,7 @@ class _Metadata:
 
 
 METADATA = _Metadata()
-Value = Union[Source, _Metadata, None]
+Value = Source | _Metadata | None
 
 
 def _glob_regex(globs) -> re.Pattern | None:
@@ -61,7 +61,8 @@ class LoggingKnowledge:
     logger_factories: frozenset
     logger_objects: frozenset
     logger_methods: dict  # method -> level number or None
-    logger_names: frozenset
+    logger_names: frozenset  # exact names
+    logger_name_globs: frozenset  # `*_logger`
     level_constants: dict  # qualified constant -> level number
     payload_attributes: frozenset
     metadata_attributes: frozenset
@@ -74,6 +75,9 @@ class LoggingKnowledge:
     sample_names: re.Pattern | None
     modulo: bool
     enabled_checks: frozenset
+
+    def is_logger_name(self, name: str) -> bool:
+        return name in self.logger_names or any(fnmatch.fnmatchcase(name, g) for g in self.logger_name_globs)
 
     def is_payload_name(self, name: str) -> bool:
         return self.payload_names is not None and self.payload_names.fullmatch(name) is not None
@@ -113,7 +117,8 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         logger_objects=frozenset(sinks.get("logger_objects") or ()),
         logger_methods={name: _level(f"log_sinks.logger_methods.{name}", level)
                         for name, level in (sinks.get("logger_methods") or {}).items()},
-        logger_names=frozenset(sinks.get("logger_names") or ()),
+        logger_names=frozenset(n for n in sinks.get("logger_names") or () if "*" not in n),
+        logger_name_globs=frozenset(n for n in sinks.get("logger_names") or () if "*" in n),
         level_constants={name: _level(f"log_sinks.level_constants.{name}", level)
                          for name, level in (sinks.get("level_constants") or {}).items()},
         payload_attributes=frozenset(payload.get("attributes") or ()),
@@ -128,6 +133,47 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         modulo=bool(guards.get("modulo", True)),
         enabled_checks=frozenset(guards.get("enabled_checks") or ()),
     )
+
+
+def runtime_module_imports(module: cst.Module) -> set[str]:
+    """Qualified names imported at module level at run time (`if TYPE_CHECKING:` blocks and defs skipped)."""
+    found: set[str] = set()
+    stack = list(module.body)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Import):
+                    found.update(dotted(alias.name) for alias in small.names)
+                elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                    module_name = dotted(small.module)
+                    found.add(module_name)
+                    if not isinstance(small.names, cst.ImportStar):
+                        found.update(f"{module_name}.{a.name.value}" for a in small.names if isinstance(a.name, cst.Name))
+        elif isinstance(statement, cst.If):
+            if "TYPE_CHECKING" in dotted(statement.test):
+                continue
+            stack.extend(_statements(statement.body))
+            if statement.orelse is not None:
+                stack.extend(_statements(statement.orelse.body) if isinstance(statement.orelse, cst.Else)
+                             else [statement.orelse])
+        elif isinstance(statement, (cst.Try, cst.TryStar)):
+            stack.extend(_statements(statement.body))
+            for handler in statement.handlers:
+                stack.extend(_statements(handler.body))
+    return found
+
+
+def _statements(block: cst.BaseSuite) -> list:
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    return [cst.SimpleStatementLine(body=block.body)]
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return f"{dotted(node.value)}.{node.attr.value}"
+    return node.value if isinstance(node, cst.Name) else ""
 
 
 # ---------------------------------------------------------------------------------------- generation calls

@@ -1,0 +1,280 @@
+"""LLM005 unsampled logging of prompts and completions (llmdoctor/scan/rules/llm005.py, payload.py).
+
+Each case is a small module; the lines that must be reported carry `# hit`. The realistic fixtures
+(fixtures/python/sdk/*.py) are compared by tests/test_scan_fixtures.py.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.errors import UserError
+from llmdoctor.scan.catalog import load_catalog
+from llmdoctor.scan.engine import analyze_source
+from llmdoctor.scan.rules.payload import build_logging_knowledge
+from llmdoctor.scan.settings import ScanConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOG = load_catalog()
+
+HEAD = """\
+import logging
+from openai import OpenAI
+logger = logging.getLogger(__name__)
+client = OpenAI()
+"""
+
+
+def findings(source: str):
+    result = analyze_source("t.py", textwrap.dedent(source).encode(), CATALOG, ScanConfig(select=("LLM005",)))
+    assert result.errors == []
+    return [f for f in result.findings if f.rule == "LLM005"]
+
+
+def check(source: str) -> None:
+    """The reported lines are exactly the lines marked `# hit`."""
+    source = textwrap.dedent(source)
+    marked = [n for n, line in enumerate(source.splitlines(), 1) if line.rstrip().endswith("# hit")]
+    assert [f.line for f in findings(source)] == marked
+
+
+# ------------------------------------------------------------------ what is payload
+
+def test_generation_result_and_what_is_reached_from_it():
+    check(HEAD + """
+def answer(messages):
+    resp = client.chat.completions.create(model="m", messages=messages, stream=False)
+    text = resp.choices[0].message.content
+    logger.info("reply: %s", resp.choices[0].message.content)  # hit
+    logger.info("reply: %s", text)  # hit
+    logger.warning(resp)  # hit
+    logger.info("id=%s model=%s usage=%s", resp.id, resp.model, resp.usage)
+    logger.info("finish=%s", resp.choices[0].finish_reason)
+    logger.info("tokens=%d", resp.usage.prompt_tokens)
+    logger.info("length=%d", len(text))
+    logger.info("headers=%s", resp.headers)
+    return text
+""")
+
+
+@pytest.mark.parametrize("line", [
+    'logger.info(f"reply: {text}")',
+    'logger.info("reply: %s" % text)',
+    'logger.info("reply: {}".format(text))',
+    'logger.info("reply: " + str(text))',
+    'logger.info(json.dumps({"answer": text}))',
+    'logger.info("reply: %s", text.strip()[:200])',
+    'logger.info("reply: %s", repr(resp.model_dump()))',
+])
+def test_formatting_keeps_a_payload_a_payload(line):
+    check(HEAD + f"""
+import json
+def answer(messages):
+    resp = client.chat.completions.create(model="m", messages=messages, stream=False)
+    text = resp.choices[0].message.content
+    {line}  # hit
+""")
+
+
+def test_sdk_response_shapes():
+    check("""\
+import logging
+import anthropic
+from google import genai
+from openai import OpenAI
+log = logging.getLogger(__name__)
+claude = anthropic.Anthropic()
+gemini = genai.Client()
+oai = OpenAI()
+
+def run(q):
+    msg = claude.messages.create(model="m", max_tokens=512, messages=[{"role": "user", "content": q}])
+    log.info("claude: %s", msg.content[0].text)  # hit
+    log.info("claude stop=%s tokens=%s", msg.stop_reason, msg.usage.output_tokens)
+    out = gemini.models.generate_content(model="m", contents=q)
+    log.info("gemini: %s", out.text)  # hit
+    log.info("gemini usage: %s", out.usage_metadata)
+    r = oai.responses.create(model="m", input=q)
+    log.info("responses: %s", r.output_text)  # hit
+    log.info("responses id: %s", r.id)
+""")
+
+
+def test_a_stream_object_is_not_the_text_but_its_chunks_are():
+    check(HEAD + """
+def answer(messages):
+    stream = client.chat.completions.create(model="m", messages=messages, stream=True)
+    logger.info("stream: %s", stream)
+    partial = ""
+    for chunk in stream:
+        logger.info("finish %s", chunk.choices[0].finish_reason)
+        partial += chunk.choices[0].delta.content or ""
+    logger.info("streamed: %s", partial)  # hit
+    text = "".join(c.choices[0].delta.content or "" for c in stream)
+    logger.info("joined: %s", text)  # hit
+""")
+
+
+def test_values_passed_as_the_prompt_are_payload_even_before_the_call():
+    check(HEAD + """
+def answer(question, history, role):
+    msgs = history + [{"role": role, "content": question}]
+    logger.info("sending %s", msgs)  # hit
+    logger.info("question: %s", question)  # hit
+    logger.info("role: %s, history size %d", role, len(history))
+    return client.chat.completions.create(model="m", messages=msgs, stream=True)
+""")
+
+
+def test_payload_names_only_in_a_module_that_uses_an_llm_sdk():
+    with_sdk = HEAD + """
+def render(template, values):
+    prompt = template.format(**values)
+    logger.info("rendered prompt: %s", prompt)  # hit
+    logger.info("chat_history=%s", chat_history)  # hit
+"""
+    check(with_sdk)
+    without_sdk = with_sdk.replace("from openai import OpenAI\n", "").replace("client = OpenAI()\n", "")
+    without_sdk = without_sdk.replace("  # hit", "")
+    check(without_sdk)
+
+
+def test_metadata_and_lookalikes_a_maintainer_would_reject():
+    check(HEAD + """
+SYSTEM_PROMPT = "You are a helpful assistant."
+def run(prompt_name: str, completion: float, messages):
+    logger.info("using prompt template %s", prompt_name)
+    logger.info("job completion: %.0f%%", completion * 100)
+    logger.info("prompt_tokens=%d completion_tokens=%d", usage.prompt_tokens, usage.completion_tokens)
+    logger.info("sending %d messages", len(messages))
+    logger.info("roles: %s", [m["role"] for m in messages])
+    try:
+        pass
+    except Exception as exc:
+        logger.exception("generation failed: %s", exc)
+    prompt = "Summarize the following text."
+    logger.info("static prompt: %s", prompt)
+""")
+
+
+# ------------------------------------------------------------------ sinks
+
+def test_sinks_and_levels():
+    check("""\
+import logging
+import structlog
+from loguru import logger as loguru_logger
+from openai import OpenAI
+from myapp.log import logger as app_logger, audit_logger
+client = OpenAI()
+slog = structlog.get_logger()
+
+class Bot:
+    def __init__(self):
+        self.logger = logging.getLogger("bot")
+    def reply(self, prompt, level):
+        logging.info("p=%s", prompt)  # hit
+        self.logger.error("p=%s", prompt)  # hit
+        slog.info("asked", prompt=prompt)  # hit
+        loguru_logger.success("p={}", prompt)  # hit
+        app_logger.warning("p=%s", prompt)  # hit
+        audit_logger.info("p=%s", prompt)  # hit
+        logging.log(logging.WARNING, "p=%s", prompt)  # hit
+        self.logger.log(20, "p=%s", prompt)  # hit
+        self.logger.log(logging.DEBUG, "p=%s", prompt)
+        self.logger.log(level, "p=%s", prompt)
+        self.logger.debug("p=%s", prompt)
+        logging.debug("p=%s", prompt)
+        self.logger.info("failed", exc_info=prompt)
+        history.append(prompt)
+""")
+
+
+def test_print_is_a_log_only_in_a_server_or_app_module():
+    server = """\
+from fastapi import FastAPI
+from openai import OpenAI
+client = OpenAI()
+app = FastAPI()
+
+@app.post("/chat")
+def chat(prompt: str):
+    print("prompt:", prompt)  # hit
+"""
+    check(server)
+    cli = server.replace("from fastapi import FastAPI", "import typing").replace("app = FastAPI()", "app = None")
+    check(cli.replace("  # hit", ""))
+    type_only = server.replace("from fastapi import FastAPI",
+                               "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from fastapi import FastAPI")
+    check(type_only.replace("  # hit", ""))
+
+
+# ------------------------------------------------------------------ sampling guards
+
+def test_sampling_guards():
+    check(HEAD + """
+import itertools, random
+SAMPLE_RATE = 0.01
+calls = itertools.count()
+
+def answer(prompt, should_sample):
+    if random.random() < 0.001:
+        logger.info("sampled: %s", prompt)
+    else:
+        logger.info("not sampled: %s", prompt)  # hit
+    if next(calls) % 1000 == 0:
+        logger.info("every 1000th: %s", prompt)
+    if should_sample: logger.info("one-line guard: %s", prompt)
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.info("debug only: %s", prompt)
+    if "%s" % prompt:
+        logger.info("string formatting is no guard: %s", prompt)  # hit
+
+def early_exit(prompt):
+    if random.random() > SAMPLE_RATE:
+        return
+    logger.info("sampled: %s", prompt)
+
+def log_sampled_prompt(prompt):
+    logger.info("sampled by the caller: %s", prompt)
+""")
+
+
+# ------------------------------------------------------------------ message, prefilter, knowledge
+
+def test_message_names_the_sink_the_level_and_the_payload():
+    found = findings(HEAD + """
+def answer(messages):
+    reply = client.chat.completions.create(model="m", messages=messages, stream=False)
+    logger.warning("reply: %s", reply.choices[0].message.content)
+""")
+    assert len(found) == 1
+    finding = found[0]
+    assert "`logger.warning()` logs the result of `client.chat.completions.create()` at WARNING" in finding.message
+    assert "`reply.choices[0].message.content`" in finding.message
+    assert "random.random() < SAMPLE_RATE" in finding.fix
+    assert finding.extra["sink"] == "logger.warning" and finding.extra["level"] == "WARNING"
+
+
+def test_a_file_without_any_llm_sdk_name_is_not_parsed_for_this_rule():
+    result = analyze_source("t.py", b"import logging\nlogging.info('%s', prompt)\n", CATALOG,
+                            ScanConfig(select=("LLM005",)))
+    assert result.prefiltered and result.findings == []
+
+
+def test_a_bad_level_in_the_knowledge_names_the_key():
+    with pytest.raises(UserError, match=r"sdk-logging.yaml: key 'log_sinks.logger_methods.info'"):
+        build_logging_knowledge({"log_sinks": {"logger_methods": {"info": "LOUD"}}})
+
+
+def test_cli_reports_the_fixture_with_json_fields(cli):
+    path = ROOT / "fixtures" / "python" / "sdk" / "logging_payloads.py"
+    result = cli("scan", "--select", "LLM005", "--format", "json", str(path))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    data = json.loads(result.stdout)
+    assert [f["line"] for f in data["findings"]] == [22, 25, 26, 45, 46, 53]
+    assert {f["level"] for f in data["findings"]} == {"INFO", "WARNING", "ERROR"}
