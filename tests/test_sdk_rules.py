@@ -1,7 +1,7 @@
 """SDK knowledge tables (rules/sdk-*.yaml), their fixtures, and rule LLM001.
 
 The fixture files themselves are compared with the scan by tests/test_scan_fixtures.py (`# hit:` markers);
-here: the tables are well-formed and resolve the calls people write, the generated LLM004 table is fresh,
+here: the tables are well-formed and resolve the calls people write,
 the fixtures cover every SDK and rule, LLM001's exemptions, and a user's in-house table.
 """
 
@@ -18,13 +18,7 @@ import yaml
 from llmdoctor.errors import UserError
 from llmdoctor.scan.catalog import load_catalog
 from llmdoctor.scan.engine import analyze_source
-from llmdoctor.scan.rules.sdk_knowledge import (
-    SYNC_TABLE_FILE,
-    build,
-    render_sync_table,
-    sdk_knowledge,
-    validate,
-)
+from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge, validate
 from llmdoctor.scan.settings import ScanConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,8 +49,6 @@ def test_every_sdk_file_is_a_valid_knowledge_table():
     for path in files:
         doc = yaml.safe_load(path.read_text())
         assert doc["kind"] == "tables" and "id" not in doc, path
-        if path.name == SYNC_TABLE_FILE:
-            continue
         assert doc["name"] not in names
         names.add(doc["name"])
         assert doc["verified"].strip(), f"{path.name}: say where the names were verified"
@@ -120,24 +112,6 @@ def test_unknown_receivers_match_only_specific_chains():
     assert KNOWLEDGE.lookup_unknown("client.models.generate_content") is not None
     for generic in ("repo.messages.create", "agent.create", "chain.invoke", "x.complete", "model.generate"):
         assert KNOWLEDGE.lookup_unknown(generic) is None
-
-
-def test_generated_llm004_table_is_fresh():
-    shipped = copy.copy(CATALOG.knowledge)
-    shipped.pop(SYNC_TABLE_FILE.removesuffix(".yaml"), None)
-    expected = render_sync_table(build(shipped))
-    assert (RULES / SYNC_TABLE_FILE).read_text() == expected, (
-        "regenerate: python -m llmdoctor.scan.rules.sdk_knowledge > /tmp/t && mv /tmp/t rules/" + SYNC_TABLE_FILE)
-
-
-def test_llm004_fix_names_the_async_twin():
-    table = CATALOG.table("sync_sdk_calls")
-    assert "AsyncOpenAI" in table.match("openai.OpenAI.chat.completions.create").get("use_instead")
-    assert "acompletion" in table.match("litellm.completion").get("use_instead")
-    assert "aio.models.generate_content" in table.match("google.genai.Client.models.generate_content").get(
-        "use_instead")
-    assert table.match("openai.AsyncOpenAI.chat.completions.create") is None
-    assert table.match("litellm.acompletion") is None
 
 
 @pytest.mark.parametrize("mutation, key", [

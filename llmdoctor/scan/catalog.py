@@ -38,6 +38,8 @@ QUALIFIED_NAME = re.compile(r"^[A-Za-z_*][A-Za-z0-9_*]*(\.[A-Za-z_*][A-Za-z0-9_*
 DOC_KEYS = ("name", "severity", "summary", "why", "example", "use_instead", "fix_safety")
 RULE_KEYS = {"id", *DOC_KEYS, "prefilter", "tables", "examples"}
 USER_TABLES_KEYS = {"kind", "description", "tables"}
+# SDK knowledge a user file may carry (docs/sdk-knowledge.md), stored in `catalog.knowledge["user:<stem>"]`
+USER_SDK_KEYS = {"name", "imports", "clients", "modules", "method_sets", "libraries", "verified"}
 USER_RULE_KEYS = {"id", "tables"}
 
 
@@ -264,7 +266,9 @@ def _load_shipped(catalog: Catalog, path: Path, data: dict) -> None:
 def _load_user(catalog: Catalog, path: Path, data: dict) -> None:
     catalog.sources.append(str(path))
     if data.get("kind") == "tables" and "id" not in data:
-        _check_keys(path, data, USER_TABLES_KEYS)
+        _check_keys(path, data, USER_TABLES_KEYS | USER_SDK_KEYS)
+        if USER_SDK_KEYS & data.keys():
+            _add_user_knowledge(catalog, path, data)
     else:
         _check_keys(path, data, USER_RULE_KEYS | {"kind"})
         rule_id = data.get("id")
@@ -273,6 +277,46 @@ def _load_user(catalog: Catalog, path: Path, data: dict) -> None:
             raise _fail(path, "id", f"no rule {rule_id!r} to extend (known: {known}); user files can only "
                                     "add table entries (or use 'kind: tables')")
     _add_tables(catalog, path, data.get("tables"), allow_new=False)
+
+
+def _add_user_knowledge(catalog: Catalog, path: Path, data: dict) -> None:
+    """Validate a user's SDK table now (a malformed one exits 2 naming the file and key), then keep it next to
+    the shipped ones: the SDK rules read `catalog.knowledge` whoever wrote the file."""
+    from llmdoctor.scan.rules.sdk_knowledge import validate
+
+    name = data.get("name")
+    if "name" in data:
+        if not isinstance(name, str) or not name.strip():
+            raise _fail(path, "name", "must be a non-empty string naming the table (e.g. 'mycorp-llm')")
+        for stem, doc in catalog.knowledge.items():
+            if isinstance(doc, dict) and doc.get("name") == name:
+                raise _fail(path, "name", f"{name!r} is already the name of table {stem}; pick another")
+    if "imports" in data and not _dotted_names(data["imports"]):
+        raise _fail(path, "imports", "must be a list of dotted module names like 'mycorp.llm'")
+    if "verified" in data and not isinstance(data["verified"], str):
+        raise _fail(path, "verified", "must be a string (where the names were checked)")
+    validate(path.stem, data, source=str(path))
+    libraries = data.get("libraries")
+    if libraries is not None:
+        if not isinstance(libraries, list):
+            raise _fail(path, "libraries", "must be a list of {library: NAME, ...} mappings")
+        for index, library in enumerate(libraries):
+            key = f"libraries[{index}]"
+            if not isinstance(library, dict) or not isinstance(library.get("library"), str):
+                raise _fail(path, f"{key}.library", "each library needs a name")
+            functions = library.get("module_functions") or []
+            if not _dotted_names(functions):
+                raise _fail(path, f"{key}.module_functions", "must be a list of dotted names like 'requests.get'")
+            clients = library.get("clients") or []
+            if not isinstance(clients, list) or not all(isinstance(c, dict) for c in clients):
+                raise _fail(path, f"{key}.clients", "must be a list of client mappings")
+            validate(path.stem, {"clients": [{**c, "methods": []} for c in clients]}, source=f"{path} ({key})")
+    stem = f"user:{path.stem}"
+    catalog.knowledge[stem if stem not in catalog.knowledge else f"user:{path}"] = data
+
+
+def _dotted_names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and QUALIFIED_NAME.match(v) for v in value)
 
 
 def _check_keys(path: Path, data: dict, allowed: set[str]) -> None:

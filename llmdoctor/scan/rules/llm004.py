@@ -1,20 +1,34 @@
-"""LLM004: a blocking call inside `async def` (innermost function decides; awaited calls are not blocking)."""
+"""LLM004: a blocking call inside `async def` (innermost function decides; awaited calls are not blocking).
+
+Two sources of knowledge:
+- the rule's own table `blocking_calls` (rules/llm004.yaml): time.sleep, requests, sync httpx, subprocess...;
+- the SDK index (`sdk_knowledge(catalog)`, rules/sdk-*.yaml and the user's `--rules-dir` tables): a
+  generation / streaming / structured call whose receiver resolved to a client or module whose effective
+  `async` is false (`OpenAI()`, `litellm.completion`, genai `client.models.*`), with the async twin as fix.
+  An unknown receiver is never reported: whether it is sync or async is unknown.
+"""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rules.sdk_knowledge import Method, SdkKnowledge, sdk_knowledge
 
-BLOCKING_TABLES = ("blocking_calls", "sync_sdk_calls")  # sync_sdk_calls: optional, from the SDK tables
+GENERIC_TABLE = "blocking_calls"
 
 
 class BlockingCallInAsync(Rule):
     code = "LLM004"
 
     @classmethod
-    def prefilter_tables(cls, spec):
-        return [*spec.table_names, *(t for t in BLOCKING_TABLES if t not in spec.table_names)]
+    def any_literals(cls, spec, catalog) -> frozenset[str]:
+        roots = {name.split(".", 1)[0] for name in _sync_generating_calls(catalog)}
+        return super().any_literals(spec, catalog) | roots
+
+    @classmethod
+    def prefilter_names(cls, spec, catalog) -> list[str]:
+        return [*super().prefilter_names(spec, catalog), *_sync_generating_calls(catalog)]
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.context
@@ -26,13 +40,15 @@ class BlockingCallInAsync(Rule):
         callee = context.callee_name(node)
         if callee is None:
             return
-        entry = None
-        for table in BLOCKING_TABLES:
-            entry = self.table(table).match(callee)
-            if entry is not None:
-                break
-        if entry is None:
+        entry = self.table(GENERIC_TABLE).match(callee)
+        if entry is not None:
+            self._report_generic(node, callee, entry, function.name)
             return
+        method = _sync_generation(sdk_knowledge(self.catalog), callee)
+        if method is not None and not _no_model_call(node, method):
+            self._report_sdk(node, method, function.name)
+
+    def _report_generic(self, node: cst.Call, callee: str, entry, function_name: str) -> None:
         marker = entry.get("nonblocking_with")
         if marker and any(_mentions(arg.value, marker) for arg in node.args):
             return
@@ -40,10 +56,71 @@ class BlockingCallInAsync(Rule):
         instead = entry.get("use_instead")
         self.report(
             node,
-            f"`{shown}()` blocks the event loop inside `async def {function.name}`",
+            f"`{shown}()` blocks the event loop inside `async def {function_name}`",
             fix=f"use {instead}" if instead else "await an async equivalent or asyncio.to_thread(...)",
             call=callee,
         )
+
+    def _report_sdk(self, node: cst.Call, method: Method, function_name: str) -> None:
+        receiver = method.receiver
+        chain = _source_chain(node.func)
+        shown = chain or method.path
+        if chain.endswith(method.path) and len(chain) > len(method.path):
+            receiver_text = chain[: -len(method.path) - 1]
+        else:  # `from litellm import completion; completion(...)`, or a transparent segment in between
+            receiver_text = receiver.name if receiver.is_module else "<client>"
+        kind = "module" if receiver.is_module else "client"
+        self.report(
+            node,
+            f"`{shown}()` is a call on the sync `{receiver.name}` {kind}: it blocks the event loop inside "
+            f"`async def {function_name}` for the whole model request, stalling every other coroutine",
+            fix=f"use {method.async_fix(receiver_text)}, or `await asyncio.to_thread(...)`"
+            if (method.async_twin or receiver.async_twin) else method.async_fix(receiver_text),
+            call=f"{receiver.name}.{method.path}",
+            sdk=receiver.table,
+        )
+
+
+def _sync_generating_calls(catalog) -> list[str]:
+    """Qualified names of every generating call on a sync receiver (the pre-filter's names), memoized."""
+    found = catalog.memo.get("llm004-sdk-names")
+    if found is None:
+        knowledge = sdk_knowledge(catalog)
+        found = catalog.memo["llm004-sdk-names"] = sorted(
+            name for name, method in knowledge.calls.items() if method.generates and not method.is_async)
+    return found
+
+
+def _sync_generation(knowledge: SdkKnowledge, callee: str) -> Method | None:
+    method = knowledge.lookup(callee)
+    if method is None or not method.generates or method.is_async:
+        return None
+    return method
+
+
+def _no_model_call(node: cst.Call, method: Method) -> bool:
+    """A keyword that means the SDK answers without calling a model (litellm `mock_response=`)."""
+    exempt = method.exempt.no_model_call
+    return bool(exempt) and any(arg.keyword is not None and arg.keyword.value in exempt for arg in node.args)
+
+
+def _source_chain(expr: cst.BaseExpression) -> str:
+    """`self.llm.chat.completions.create` as written (a call segment kept as `name()`); "" when not a chain."""
+    parts: list[str] = []
+    while True:
+        if isinstance(expr, cst.Attribute):
+            parts.append(expr.attr.value)
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            inner = _source_chain(expr.func)
+            if not inner:
+                return ""
+            return ".".join([f"{inner}()", *reversed(parts)])
+        elif isinstance(expr, cst.Name):
+            parts.append(expr.value)
+            return ".".join(reversed(parts))
+        else:
+            return ""
 
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:

@@ -8,6 +8,7 @@ Schema: docs/sdk-knowledge.md. A call is matched by its qualified name as the se
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,14 +20,15 @@ METHOD_KEYS = {"stream_twin", "async_twin", "async", "positional", "stream_kwarg
 RECEIVER_KEYS = {"constructors", "module", "async", "async_twin", "pooled", "build_cost", "per_tenant", "timeout",
                  "transparent_calls", "transparent_attributes", "methods", "request_methods"}
 METHOD_SET_KEYS = {"payload_kwargs", "exempt_when", "factories", *METHOD_KINDS}
-EXEMPT_KEYS = {"kwargs", "kwarg_equals", "kwarg_has_key", "kwarg_at_most"}
+EXEMPT_KEYS = {"kwargs", "kwarg_equals", "kwarg_has_key", "kwarg_at_most", "no_model_call"}
 
 
 @dataclass(frozen=True)
 class Exemptions:
     """Keyword arguments that mean the output is consumed by code (LLM001 does not apply)."""
 
-    kwargs: frozenset[str] = frozenset()
+    kwargs: frozenset[str] = frozenset()  # includes `no_model_call`
+    no_model_call: frozenset[str] = frozenset()  # the SDK answers without a model call (litellm mock_response)
     kwarg_equals: tuple[tuple[str, Any], ...] = ()
     kwarg_has_key: tuple[tuple[str, frozenset[str]], ...] = ()
     kwarg_at_most: tuple[tuple[str, int], ...] = ()
@@ -177,19 +179,22 @@ def _index(result: SdkKnowledge, receiver: Receiver, prefix: str, set_names: lis
 
 
 def _exemptions(data: dict) -> Exemptions:
+    no_model_call = frozenset(data.get("no_model_call") or ())
     return Exemptions(
-        kwargs=frozenset(data.get("kwargs") or ()),
+        kwargs=frozenset(data.get("kwargs") or ()) | no_model_call,
+        no_model_call=no_model_call,
         kwarg_equals=tuple(sorted((data.get("kwarg_equals") or {}).items())),
         kwarg_has_key=tuple(sorted((k, frozenset(v)) for k, v in (data.get("kwarg_has_key") or {}).items())),
         kwarg_at_most=tuple(sorted((data.get("kwarg_at_most") or {}).items())),
     )
 
 
-def validate(stem: str, doc: dict) -> None:
-    """Check the SDK schema; a malformed table names the file and the key (exit 2, no traceback)."""
+def validate(stem: str, doc: dict, source: str | None = None) -> None:
+    """Check the SDK schema; a malformed table names the file (`source`, else `<stem>.yaml`) and the key
+    (exit 2, no traceback)."""
 
     def fail(key: str, problem: str) -> UserError:
-        return UserError(f"rules file {stem}.yaml: key '{key}': {problem}")
+        return UserError(f"rules file {source or stem + '.yaml'}: key '{key}': {problem}")
 
     sets = doc.get("method_sets") or {}
     if not isinstance(sets, dict):
@@ -205,12 +210,14 @@ def validate(stem: str, doc: dict) -> None:
             unknown = set(entry) - RECEIVER_KEYS
             if unknown:
                 raise fail(f"{where}.{min(unknown)}", f"unknown key (allowed: {', '.join(sorted(RECEIVER_KEYS))})")
-            if key == "clients" and not entry.get("constructors"):
-                raise fail(f"{where}.constructors", "a client needs at least one qualified constructor name")
-            if key == "modules" and not entry.get("module"):
+            if key == "clients" and not _dotted_list(entry.get("constructors")):
+                raise fail(f"{where}.constructors", "a client needs a list of qualified constructor names")
+            if key == "modules" and not (isinstance(entry.get("module"), str) and DOTTED.match(entry["module"])):
                 raise fail(f"{where}.module", "a module entry needs the module's qualified name")
-            if "async" not in entry:
+            if not isinstance(entry.get("async"), bool):
                 raise fail(f"{where}.async", "say whether the calls must be awaited (true/false)")
+            if not isinstance(entry.get("methods") or [], list):
+                raise fail(f"{where}.methods", "must be a list of method-set names")
             for set_name in entry.get("methods") or []:
                 if set_name not in sets:
                     raise fail(f"{where}.methods", f"no method set named '{set_name}'")
@@ -228,11 +235,22 @@ def validate(stem: str, doc: dict) -> None:
             entries = method_set.get(kind) or {}
             if kind == "generation" and not isinstance(entries, dict):
                 raise fail(f"{where}.generation", "must be a mapping of method path -> options ({} for none)")
+            if not isinstance(entries, (dict, list)) or not _dotted_list(list(entries)):
+                raise fail(f"{where}.{kind}", "must be a list (or mapping) of dotted method paths like 'chat.complete'")
             if isinstance(entries, dict):
                 for path, options in entries.items():
+                    if options is not None and not isinstance(options, dict):
+                        raise fail(f"{where}.{kind}.{path}", "options must be a mapping like {stream_twin: ...}")
                     if options and set(options) - METHOD_KEYS:
                         bad = min(set(options) - METHOD_KEYS)
                         raise fail(f"{where}.{kind}.{path}.{bad}", f"unknown key (allowed: {', '.join(sorted(METHOD_KEYS))})")
+
+
+DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _dotted_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and DOTTED.match(v) for v in value)
 
 
 def sdk_knowledge(catalog) -> SdkKnowledge:
@@ -241,55 +259,3 @@ def sdk_knowledge(catalog) -> SdkKnowledge:
     if found is None:
         found = catalog.memo["sdk-knowledge"] = build(catalog.knowledge)
     return found
-
-
-def sync_sdk_call_entries(knowledge: SdkKnowledge) -> list[dict[str, str]]:
-    """The flat `sync_sdk_calls` table LLM004 reads: every generating call on a sync receiver."""
-    entries: dict[str, str] = {}
-    for name, method in knowledge.calls.items():
-        if not method.generates or method.is_async:
-            continue
-        receiver = method.receiver
-        shown = receiver.name if receiver.is_module else "<client>"
-        fix = method.async_fix(shown)
-        variants = [name]
-        prefix = name[: len(name) - len(method.path) - 1]
-        if "with_options" in receiver.transparent:
-            variants.append(f"{prefix}.with_options.{method.path}")
-        if "with_raw_response" in receiver.transparent and "." in method.path:
-            head, _, last = method.path.rpartition(".")
-            variants.append(f"{prefix}.{head}.with_raw_response.{last}")
-        for variant in variants:
-            entries.setdefault(variant, fix)
-    return [{"name": name, "use_instead": fix} for name, fix in sorted(entries.items())]
-
-
-SYNC_TABLE_FILE = "sdk-sync-calls.yaml"
-SYNC_TABLE_HEADER = """\
-# GENERATED from the sdk-*.yaml tables by `python -m llmdoctor.scan.rules.sdk_knowledge > rules/sdk-sync-calls.yaml`
-# (tests/test_sdk_rules.py fails when it is stale). LLM004 reads this flat table: text-generation calls on a
-# SYNC SDK client or module, as the semantic model names them, with the async twin as the fix.
-kind: tables
-description: Generated. Generation calls on sync LLM SDK clients (LLM004 inside async def).
-tables:
-  sync_sdk_calls:
-"""
-
-
-def render_sync_table(knowledge: SdkKnowledge) -> str:
-    import json
-
-    lines = [SYNC_TABLE_HEADER]
-    for entry in sync_sdk_call_entries(knowledge):
-        lines.append(f"    - {{name: {entry['name']}, use_instead: {json.dumps(entry['use_instead'])}}}\n")
-    return "".join(lines)
-
-
-if __name__ == "__main__":
-    import sys
-
-    from llmdoctor.scan.catalog import load_catalog
-
-    catalog = load_catalog()
-    catalog.knowledge.pop(SYNC_TABLE_FILE.removesuffix(".yaml"), None)
-    sys.stdout.write(render_sync_table(build(catalog.knowledge)))

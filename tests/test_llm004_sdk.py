@@ -1,0 +1,247 @@
+"""LLM004's SDK part: generation calls on sync LLM SDK clients inside `async def`, read from the SDK index
+(`sdk_knowledge(catalog)`, rules/sdk-*.yaml), with the async twin as the fix."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.scan.catalog import load_catalog
+from llmdoctor.scan.engine import analyze_source
+from llmdoctor.scan.settings import ScanConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOG = load_catalog()
+ONLY_LLM004 = ScanConfig(select=("LLM004",))
+
+
+def findings(source: str, catalog=CATALOG):
+    result = analyze_source("t.py", textwrap.dedent(source).encode(), catalog, ONLY_LLM004)
+    assert result.errors == []
+    return [f for f in result.findings if f.rule == "LLM004"]
+
+
+def lines(source: str, catalog=CATALOG) -> list[int]:
+    return [f.line for f in findings(source, catalog)]
+
+
+@pytest.mark.parametrize("source, shown, receiver, twin", [
+    ("""
+     from openai import OpenAI
+     client = OpenAI()
+     async def f(q):
+         return client.chat.completions.create(model="m", messages=[])
+     """, "client.chat.completions.create", "openai.OpenAI", "openai.AsyncOpenAI().chat.completions.create"),
+    ("""
+     import openai
+     async def f(q):
+         return openai.chat.completions.create(model="m", messages=[])
+     """, "openai.chat.completions.create", "openai", "openai.AsyncOpenAI().chat.completions.create"),
+    ("""
+     from anthropic import Anthropic as Claude
+     class Bot:
+         def __init__(self):
+             self.claude = Claude()
+         async def reply(self, q):
+             return self.claude.messages.create(model="m", max_tokens=512, messages=[])
+     """, "self.claude.messages.create", "anthropic.Anthropic", "anthropic.AsyncAnthropic().messages.create"),
+    ("""
+     import litellm
+     async def f(messages):
+         return litellm.completion(model="gpt-4o-mini", messages=messages)
+     """, "litellm.completion", "litellm", "litellm.acompletion"),
+    ("""
+     from litellm import completion
+     async def f(messages):
+         return completion("gpt-4o-mini", messages)
+     """, "completion", "litellm", "litellm.acompletion"),
+    ("""
+     from litellm import Router
+     router = Router(model_list=[])
+     async def f(messages):
+         return router.completion(model="default", messages=messages)
+     """, "router.completion", "litellm.Router", "router.acompletion"),
+    ("""
+     import ollama
+     async def f(prompt):
+         return ollama.chat(model="llama3.2", messages=[])
+     """, "ollama.chat", "ollama", "ollama.AsyncClient().chat"),
+    ("""
+     from huggingface_hub import InferenceClient
+     hf = InferenceClient()
+     async def f(prompt):
+         return hf.chat_completion(messages=[])
+     """, "hf.chat_completion", "huggingface_hub.InferenceClient",
+     "huggingface_hub.AsyncInferenceClient().chat_completion"),
+    ("""
+     from google import genai
+     client = genai.Client()
+     async def f(text):
+         return client.models.generate_content(model="gemini-2.5-flash", contents=text)
+     """, "client.models.generate_content", "google.genai.Client", "client.aio.models.generate_content"),
+    ("""
+     from mistralai.client import Mistral
+     mistral = Mistral(api_key="k")
+     async def f(q):
+         return mistral.chat.complete(model="m", messages=[])
+     """, "mistral.chat.complete", "mistralai.client.Mistral", "mistral.chat.complete_async"),
+    ("""
+     import groq
+     async def f(q):
+         with groq.Groq() as client:
+             return client.chat.completions.create(model="m", messages=[])
+     """, "client.chat.completions.create", "groq.Groq", "groq.AsyncGroq().chat.completions.create"),
+])
+def test_sync_generation_in_async_def_names_the_async_twin(source, shown, receiver, twin):
+    [finding] = findings(source)
+    assert finding.message.startswith(f"`{shown}()` is a call on the sync `{receiver}` ")
+    assert "blocks the event loop" in finding.message
+    assert f"`await {twin}(...)`" in finding.fix
+
+
+def test_streaming_and_structured_calls_block_too():
+    source = """
+        from openai import OpenAI
+        client = OpenAI()
+        async def f(q):
+            with client.chat.completions.stream(model="m", messages=[]) as stream:
+                pass
+            a = client.chat.completions.parse(model="m", messages=[], response_format=dict)
+            b = client.chat.completions.create(model="m", messages=[], stream=True)
+            c = client.chat.completions.create(model="m", messages=[], max_tokens=1)
+            client.chat.completions.create(model="m", messages=[])
+        """
+    assert lines(source) == [5, 7, 8, 9, 10]  # LLM001's exemptions (stream, parse, probes) do not apply
+
+
+def test_transparent_spellings_resolve():
+    source = """
+        from openai import OpenAI
+        client = OpenAI()
+        async def f(q):
+            a = client.with_options(timeout=5).chat.completions.create(model="m", messages=[])
+            b = client.chat.completions.with_raw_response.create(model="m", messages=[])
+        """
+    assert lines(source) == [5, 6]
+
+
+def test_genai_chat_from_the_sync_client_factory():
+    source = """
+        from google import genai
+        client = genai.Client()
+        async def f(q):
+            chat = client.chats.create(model="gemini-2.5-flash")
+            achat = client.aio.chats.create(model="gemini-2.5-flash")
+            await achat.send_message(q)
+            return chat.send_message(q)
+        """
+    assert lines(source) == [8]
+
+
+@pytest.mark.parametrize("source", [
+    # async clients and async methods, awaited
+    """
+    from openai import AsyncOpenAI
+    client = AsyncOpenAI()
+    async def f(q):
+        return await client.chat.completions.create(model="m", messages=[])
+    """,
+    """
+    import litellm
+    async def f(q):
+        return await litellm.acompletion(model="m", messages=[])
+    """,
+    """
+    from google import genai
+    client = genai.Client()
+    async def f(q):
+        return await client.aio.models.generate_content(model="m", contents=q)
+    """,
+    # sync code, module level, nested def and lambda
+    """
+    from openai import OpenAI
+    client = OpenAI()
+    reply = client.chat.completions.create(model="m", messages=[])
+    def f(q):
+        return client.chat.completions.create(model="m", messages=[])
+    async def g(q):
+        def work():
+            return client.chat.completions.create(model="m", messages=[])
+        return work
+    """,
+    # offloaded to a worker thread
+    """
+    import asyncio, functools
+    from anthropic import Anthropic
+    claude = Anthropic()
+    async def f(q):
+        a = await asyncio.to_thread(claude.messages.create, model="m", max_tokens=9, messages=[])
+        loop = asyncio.get_running_loop()
+        b = await loop.run_in_executor(None, lambda: claude.messages.create(model="m", max_tokens=9, messages=[]))
+        return a, b
+    """,
+    # not generation
+    """
+    from openai import OpenAI
+    client = OpenAI()
+    async def f(texts):
+        client.embeddings.create(model="e", input=texts)
+        client.moderations.create(input=texts)
+        return client.models.list()
+    """,
+    # litellm's mock_response: no model request
+    """
+    import litellm
+    async def health():
+        return litellm.completion(model="m", messages=[], mock_response="pong")
+    """,
+    # unknown receivers: a parameter, a helper's return value, an attribute of an unknown object
+    """
+    from myapp import get_client
+    async def f(client, q):
+        other = get_client()
+        a = client.chat.completions.create(model="m", messages=[])
+        b = other.models.generate_content(model="m", contents=q)
+        c = client.messages.create(model="m", max_tokens=9, messages=[])
+        return a, b, c
+    """,
+    # a name that is not the SDK's
+    """
+    from mylib import completion
+    async def f(q):
+        return completion(q)
+    """,
+])
+def test_near_misses(source):
+    assert lines(source) == []
+
+
+def test_prefilter_skips_files_without_an_sdk_or_blocking_name():
+    source = b"async def f(client):\n    return client.chat.completions.create(model='m', messages=[])\n"
+    assert analyze_source("t.py", source, CATALOG, ONLY_LLM004).prefiltered
+    hit = b"from openai import OpenAI\nc = OpenAI()\nasync def f():\n    c.chat.completions.create()\n"
+    result = analyze_source("t.py", hit, CATALOG, ONLY_LLM004)
+    assert result.parsed and [f.line for f in result.findings] == [4]
+
+
+def test_the_sdk_part_reads_the_sdk_index_not_a_generated_table():
+    assert "sync_sdk_calls" not in CATALOG.tables
+    assert not (ROOT / "rules" / "sdk-sync-calls.yaml").exists()
+    # flipping a receiver to async in the knowledge silences it: the rule reads the index
+    catalog = load_catalog()
+    catalog.knowledge["sdk-ollama"] = {**catalog.knowledge["sdk-ollama"], "modules": [
+        {**catalog.knowledge["sdk-ollama"]["modules"][0], "async": True}]}
+    source = "import ollama\nasync def f():\n    return ollama.chat(model='m', messages=[])\n"
+    assert lines(source) == [3]
+    assert lines(source, catalog) == []
+
+
+def test_explain_mentions_the_sdk_part(cli):
+    result = cli("explain", "LLM004")
+    assert result.returncode == 0
+    for needle in ("OpenAI()", "Anthropic()", "litellm.completion", "ollama.chat", "InferenceClient",
+                   "client.models.*", "client.aio.models.*", "AsyncOpenAI", "litellm.acompletion",
+                   "mock_response", "get_client()"):
+        assert needle in result.stdout, needle
