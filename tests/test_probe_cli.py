@@ -196,7 +196,7 @@ def test_url_password_is_redacted_in_error_messages(cli):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["localhost:8000"], "is not an http:// or https:// URL"),
-    (["http://x/", "-H", "no colon here"], "-H/--header 'no colon here'...: expected 'Name: value'"),
+    (["http://x/", "-H", "no colon here"], "-H/--header 'no'...: expected 'Name: value'"),
     (["http://x/", "--json", "{not json"], "--json: not valid JSON"),
     (["http://x/", "--data", "@/no/such/file"], "--data @/no/such/file: cannot read /no/such/file"),
     (["http://x/", "--data", "a", "--json", "{}"], "give one request body: --data and --json"),
@@ -207,6 +207,14 @@ def test_url_password_is_redacted_in_error_messages(cli):
 ])
 def test_bad_arguments_exit_2(cli, args, message):
     assert_could_not_probe(cli("probe", *args), message)
+
+
+@pytest.mark.parametrize("header", ["Authorization Bearer sk-live-7777777", "Authorization=Bearer sk-live-7777777",
+                                    "sk-live-7777777", "Bad Name: sk-live-7777777"])
+def test_malformed_header_error_never_echoes_the_value(cli, header):
+    result = cli("probe", "http://x/", "-H", header)
+    assert_could_not_probe(result, "expected 'Name: value'")
+    assert "7777777" not in result.stderr + result.stdout
 
 
 def test_trials_out_of_range_is_a_usage_error(cli):

@@ -73,6 +73,10 @@ def probe(
     raise typer.Exit(result.exit_code)
 
 
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_NAME_THEN_SEPARATOR = r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[\s=:]"
+
+
 def parse_headers(values: list[str]) -> list[tuple[str, str]]:
     import re
 
@@ -81,9 +85,12 @@ def parse_headers(values: list[str]) -> list[tuple[str, str]]:
     headers = []
     for value in values:
         name, colon, rest = value.partition(":")
-        if not colon or not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name.strip()):
-            shown = name.strip()[:40] or value[:40]
-            raise UserError(f"-H/--header {shown!r}...: expected 'Name: value', e.g. -H 'Authorization: Bearer $KEY'")
+        if not colon or not re.fullmatch(_TOKEN, name.strip()):
+            # only a leading name followed by a separator: the rest, or a lone word, may be a secret
+            # (`-H "Authorization Bearer sk-..."`, `-H "$KEY"`)
+            leading = re.match(_NAME_THEN_SEPARATOR, value.strip())
+            shown = repr(leading.group(1)[:40]) + "..." if leading else "(value not shown)"
+            raise UserError(f"-H/--header {shown}: expected 'Name: value', e.g. -H 'Authorization: Bearer $KEY'")
         if any(ch in rest for ch in "\r\n\0"):
             raise UserError(f"-H/--header {name.strip()!r}: the value contains a line break")
         headers.append((name.strip(), rest.strip()))
