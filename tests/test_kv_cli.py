@@ -120,6 +120,27 @@ def test_bad_config_names_key(cli, tmp_path):
     assert r.returncode == 2 and "invalid JSON" in r.stderr
 
 
+@pytest.mark.parametrize("key, value, needle", [
+    ("n_shared_experts", "one", "`n_shared_experts` must be a non-negative integer, got 'one'"),
+    ("first_k_dense_replace", -1, "`first_k_dense_replace` must be a non-negative integer, got -1"),
+    ("max_position_embeddings", "big", "`max_position_embeddings` must be a positive integer, got 'big'"),
+    ("sliding_window_pattern", "6", "`sliding_window_pattern` must be a positive integer, got '6'"),
+    ("max_window_layers", 2.5, "`max_window_layers` must be a non-negative integer, got 2.5"),
+])
+def test_bad_optional_config_value_is_named_not_a_traceback(cli, tmp_path, key, value, needle):
+    from llmdoctor.kv.presets import PRESETS
+
+    base = "deepseek-v3" if key in ("n_shared_experts", "first_k_dense_replace") else "qwen2.5-7b"
+    cfg = {**PRESETS[base].config, "use_sliding_window": True, key: value}
+    if key == "sliding_window_pattern":
+        cfg = {**PRESETS["gemma-3-27b"].config["text_config"], key: value}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = cli("kv-budget", "--config", str(tmp_path / "config.json"))
+    assert r.returncode == 2, r.stdout
+    assert needle in r.stderr and "config.json" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_kv_budget_imports_no_heavy_library():
     code = (
         "import sys\n"

@@ -154,6 +154,16 @@ def _int(cfg: dict, source: str, *keys: str, required: bool = True) -> int | Non
     return None
 
 
+def _count(cfg: dict, source: str, key: str) -> int:
+    """An optional non-negative integer (0 when absent or null)."""
+    value = cfg.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UserError(f"{source}: `{key}` must be a non-negative integer, got {value!r}")
+    return value
+
+
 def _windows(cfg: dict, layers: int, source: str) -> tuple[int | None, ...]:
     model_type = str(cfg.get("model_type", ""))
     window = _int(cfg, source, "sliding_window", required=False)
@@ -169,13 +179,12 @@ def _windows(cfg: dict, layers: int, source: str) -> tuple[int | None, ...]:
     if "use_sliding_window" in cfg:  # Qwen2 family
         if not cfg.get("use_sliding_window"):
             return (None,) * layers
-        start = cfg.get("max_window_layers")
-        start = start if isinstance(start, int) else 0
+        start = _count(cfg, source, "max_window_layers")
         return tuple(window if i >= start else None for i in range(layers))
     if model_type == "gemma2":
         return tuple(window if i % 2 == 0 else None for i in range(layers))
     if model_type.startswith("gemma3") or "sliding_window_pattern" in cfg:
-        pattern = cfg.get("sliding_window_pattern") or 6
+        pattern = _int(cfg, source, "sliding_window_pattern", required=False) or 6
         return tuple(None if (i + 1) % pattern == 0 else window for i in range(layers))
     return (window,) * layers
 
@@ -215,8 +224,8 @@ def arch_from_config(config: dict, source: str, name: str | None = None) -> Mode
         moe = MoE(
             num_experts=experts,
             expert_intermediate=_int(cfg, source, "moe_intermediate_size", required=False) or intermediate,
-            shared_experts=cfg.get("n_shared_experts") or 0,
-            first_dense_layers=cfg.get("first_k_dense_replace") or 0,
+            shared_experts=_count(cfg, source, "n_shared_experts"),
+            first_dense_layers=_count(cfg, source, "first_k_dense_replace"),
             router_bias=cfg.get("topk_method") == "noaux_tc",
         )
     gemma = model_type.startswith(("gemma2", "gemma3"))
@@ -240,5 +249,5 @@ def arch_from_config(config: dict, source: str, name: str | None = None) -> Mode
         attention_bias=bool(cfg.get("attention_bias")) and model_type != "qwen2",
         norms_per_layer=4 if gemma else 2,
         qk_norm=model_type.startswith(("gemma3", "qwen3")),
-        max_position=cfg.get("max_position_embeddings"),
+        max_position=_int(cfg, source, "max_position_embeddings", required=False),
     )
