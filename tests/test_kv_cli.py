@@ -141,6 +141,19 @@ def test_bad_optional_config_value_is_named_not_a_traceback(cli, tmp_path, key, 
     assert "Traceback" not in r.stderr
 
 
+def test_kv_heads_that_do_not_split_across_tp_exit_2(cli, tmp_path):
+    # 24 query heads split across 4 GPUs, but 6 kv heads do not (vLLM's QKVParallelLinear asserts it);
+    # 6 kv heads across 2 GPUs do: 3 per GPU
+    cfg = {"num_hidden_layers": 2, "hidden_size": 3072, "num_attention_heads": 24, "num_key_value_heads": 6,
+           "intermediate_size": 8192, "vocab_size": 1000}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = cli("kv-budget", "--config", str(tmp_path), "--tp", "4")
+    assert r.returncode == 2 and "--tp 4: the 6 kv heads do not split evenly across 4 GPUs" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = cli("kv-budget", "--config", str(tmp_path), "--tp", "2", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout)["kv_heads_per_gpu"] == 3
+
+
 def test_kv_budget_imports_no_heavy_library():
     code = (
         "import sys\n"

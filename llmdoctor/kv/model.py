@@ -49,4 +49,6 @@ def make_shape(arch: ModelArch, kv_dtype: str, tp: int) -> KVShape:
         raise UserError(f"--tp {tp}: the {arch.heads} attention heads do not split evenly across {tp} GPUs")
     if not arch.mla and arch.kv_heads < tp and tp % arch.kv_heads:
         raise UserError(f"--tp {tp}: {arch.kv_heads} kv heads cannot be replicated evenly across {tp} GPUs")
+    if not arch.mla and arch.kv_heads >= tp and arch.kv_heads % tp:  # vLLM QKVParallelLinear: divide()
+        raise UserError(f"--tp {tp}: the {arch.kv_heads} kv heads do not split evenly across {tp} GPUs")
     return KVShape(arch, DTYPE_BYTES[kv_dtype], tp)
