@@ -325,6 +325,20 @@ def test_cli_reads_a_plain_config_from_stdin(cli, tmp_path):
     assert result.returncode == 0, result.stdout
 
 
+def test_cli_empty_stdin_or_empty_file_is_an_input_error(cli, tmp_path):
+    result = cli("nginx", "-", input="")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "<stdin>: error: nothing on stdin" in result.stdout
+    (tmp_path / "empty.conf").write_text("\n  \n")
+    hit = str(FIXTURES / "rules" / "ngx002_hit.conf")
+    result = cli("nginx", "empty.conf", hit, "--format", "json", cwd=tmp_path)
+    assert result.returncode == 2
+    data = json.loads(result.stdout)
+    assert data["errors"] == [{"path": "empty.conf", "line": None,
+                               "reason": "the file is empty: nothing to check (is this the config nginx loads?)"}]
+    assert data["findings"]  # the other input is still checked
+
+
 def test_cli_location_narrows_the_streamed_locations(cli):
     path = str(FIXTURES / "rules" / "ngx001_hit_if_and_named.conf")
     result = cli("nginx", path, "--location", "^/beta/", "--format", "json")

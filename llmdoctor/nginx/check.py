@@ -19,6 +19,9 @@ def read_input(path: str, stdin_text: str | None = None, conf_dir: str | None = 
     """One input: `-` (stdin: an `nginx -T` dump or a config), a dump file, a config file, or a directory."""
     if path == STDIN:
         text = stdin_text or ""
+        if not text.strip():
+            return _empty("<stdin>", "nothing on stdin: pipe a config or a dump, e.g. `sudo nginx -T | "
+                                     "llmdoctor nginx -`")
         dump = split_dump(text)
         if dump is not None:
             return load_dump(dump)
@@ -36,8 +39,16 @@ def read_input(path: str, stdin_text: str | None = None, conf_dir: str | None = 
         config = Config()
         config.errors.append(InputError(display_path(path), f"cannot read: {err.strerror or err}"))
         return config
+    if not head.strip():
+        return _empty(display_path(path), "the file is empty: nothing to check (is this the config nginx loads?)")
     dump = split_dump(head)
     return load_dump(dump) if dump is not None else load_file(target, conf_dir)
+
+
+def _empty(shown: str, reason: str) -> Config:
+    config = Config()
+    config.errors.append(InputError(shown, reason))
+    return config
 
 
 def _load_text(text: str, conf_dir: str | None) -> Config:
