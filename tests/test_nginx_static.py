@@ -190,8 +190,9 @@ def test_unreadable_include_is_an_error_at_the_include_line(tmp_path):
     (tmp_path / "dir.conf").mkdir()
     (tmp_path / "nginx.conf").write_text("http {\n  include dir.conf;\n}\n")
     report = check([str(tmp_path / "nginx.conf")])
-    reason = (f"include dir.conf: file not found: {tmp_path / 'dir.conf'} "
-              f"(nginx resolves relative includes against {tmp_path}; see --conf-dir)")
+    # nginx itself fails with `pread() ".../dir.conf" failed (21: Is a directory)`: it exists, so say what it is
+    reason = (f"include dir.conf: {tmp_path / 'dir.conf'} is a directory; include takes a file or a glob, "
+              "e.g. `include dir.conf/*.conf;`")
     assert [(e.line, e.reason) for e in report.errors] == [(2, reason)]
 
 

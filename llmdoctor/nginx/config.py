@@ -86,6 +86,11 @@ class _Files:
             return self._disk.is_file(path)
         return path in self._dump if self._dump is not None else os.path.isfile(path)
 
+    def is_dir(self, path: str) -> bool:
+        if self._dump is not None and self._disk is None:
+            return False
+        return os.path.isdir(path)
+
     def glob(self, pattern: str) -> list[str]:
         if self._disk is not None:
             return self._disk.glob(pattern)
@@ -196,6 +201,10 @@ class _Reader:
             names = self.files.glob(full)
         elif self.files.is_file(full):
             names = [full]
+        elif self.files.is_dir(full):
+            self.error(path, f"include {pattern}: {full} is a directory; include takes a file or a glob, e.g. "
+                             f"`include {pattern.rstrip('/')}/*.conf;`", line)
+            return []
         else:
             where = (" (check the dump of the server's config: `nginx -T > dump.txt`)" if os.path.isabs(pattern)
                      else f" (nginx resolves relative includes against {self.conf_dir}; see --conf-dir)")
