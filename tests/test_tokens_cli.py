@@ -181,6 +181,7 @@ def test_encoding_without_an_offline_copy(cli):
     (["--format", "xml"], "--format must be one of"),
     (["--as", "yaml"], "--as must be one of"),
     (["--encoding-file", "/no/such.tiktoken"], "no such file"),
+    (["--encoding-file", "/"], "--encoding-file /: is a directory, not a .tiktoken file"),
 ])
 def test_bad_options(cli, args, message):
     _clean_failure(cli("tokens", "-", *args, input="x"), message)

@@ -251,7 +251,8 @@ def _build(name: str, encoding_file: Path | None, allow_custom: bool) -> LoadedE
 
     check_encoding_name(name)
     if encoding_file is not None and not encoding_file.is_file():
-        raise EncodingUnavailable(f"--encoding-file {encoding_file}: no such file")
+        what = "is a directory, not a .tiktoken file" if encoding_file.is_dir() else "no such file"
+        raise EncodingUnavailable(f"--encoding-file {encoding_file}: {what}")
     if encoding_file is not None and not is_published_copy(name, encoding_file):
         if not allow_custom:
             raise EncodingUnavailable(
