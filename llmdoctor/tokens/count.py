@@ -132,7 +132,8 @@ def validate(options: Options) -> None:
     if not 0 <= options.reserve < 1:
         raise UserError(f"--reserve is a fraction of the context in [0, 1), got {options.reserve}")
     if options.encoding_file is not None and not Path(options.encoding_file).is_file():
-        raise UserError(f"--encoding-file {options.encoding_file}: no such file")
+        what = "is a directory, not a .tiktoken file" if Path(options.encoding_file).is_dir() else "no such file"
+        raise UserError(f"--encoding-file {options.encoding_file}: {what}")
 
 
 @dataclass
