@@ -172,3 +172,13 @@ def test_warnings_for_too_long_seq_and_no_memory(cli):
     assert any("max_position_embeddings (4,096)" in w for w in data["warnings"])
     r = cli("kv-budget", "--model", "llama-3.1-405b", "--gpu-mem", "80GB")
     assert "warning: no memory is left for the KV cache" in r.stdout
+
+
+def test_earlier_vllm_note_for_a_single_sliding_group(cli):
+    r = cli("kv-budget", "--model", "mistral-7b", "--bs", "4", "--seq", "32768", "--kv-mem", "10GiB")
+    assert r.returncode == 0
+    # every layer slides (window 4096): one group of 32 layers; 10 GiB // (16 × 4,096 B) // 32 = 5,120 blocks.
+    # current vLLM: a request needs cdiv(min(4096 - 1 + 8192, 32768), 16) + 1 = 769 blocks:
+    # int(5,120 / 769 × 32,768) = 218,169 tokens; earlier releases: 5,120 // 1 group × 16 = 81,920 tokens
+    assert "GPU KV cache size: 218,169 tokens" in r.stdout
+    assert "earlier vLLM V1 releases log GPU KV cache size: 81,920 tokens (1 group)" in r.stdout

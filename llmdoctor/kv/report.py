@@ -24,7 +24,9 @@ def older_vllm_note(b: Budget) -> str | None:
     legacy = b.cache_tokens_by_groups()
     if legacy == b.cache_tokens():
         return None
-    return f"earlier vLLM V1 releases log GPU KV cache size: {legacy:,} tokens ({len(b.layout().groups)} groups)"
+    groups = len(b.layout().groups)
+    return (f"earlier vLLM V1 releases log GPU KV cache size: {legacy:,} tokens "
+            f"({groups} group{'s' if groups != 1 else ''})")
 
 
 def warnings(b: Budget) -> list[str]:
