@@ -107,3 +107,10 @@ def test_gpu_lost_exit_2(fake_gpu):
 def test_bad_model_exit_2(fake_gpu):
     r = fake_gpu(TWO_GPUS, "--model", "gpt-5")
     assert r.returncode == 2 and "unknown model" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_gpu_help_documents_the_exit_codes(cli):
+    r = cli("gpu", "--help")
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    assert "Exit 0" in text and "; 1 " in text and "; 2 " in text

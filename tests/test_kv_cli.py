@@ -182,3 +182,10 @@ def test_earlier_vllm_note_for_a_single_sliding_group(cli):
     # int(5,120 / 769 × 32,768) = 218,169 tokens; earlier releases: 5,120 // 1 group × 16 = 81,920 tokens
     assert "GPU KV cache size: 218,169 tokens" in r.stdout
     assert "earlier vLLM V1 releases log GPU KV cache size: 81,920 tokens (1 group)" in r.stdout
+
+
+def test_kv_budget_help_documents_the_exit_codes(cli):
+    r = cli("kv-budget", "--help")
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    assert "Exit 0" in text and "; 1 " in text and "; 2 " in text

@@ -419,3 +419,10 @@ def test_conf_dir_resolves_includes_of_a_site_file_like_nginx_s_prefix(cli, tmp_
     assert cli("nginx", "-", "--conf-dir", str(tmp_path), input=site.read_text()).returncode == 0
     bad = cli("nginx", str(site), "--conf-dir", str(tmp_path / "nope"))
     assert bad.returncode == 2 and "--conf-dir" in bad.stderr and "is not a directory" in bad.stderr
+
+
+def test_nginx_help_documents_the_exit_codes(cli):
+    r = cli("nginx", "--help")
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    assert "Exit 0" in text and "; 1 " in text and "; 2 " in text

@@ -25,7 +25,10 @@ def gpu(
                                            help="vLLM --max-num-batched-tokens."),
     fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
 ) -> None:
-    """GPU memory, processes and MIG from NVML; with --model, whether vLLM starts and its KV cache."""
+    """GPU memory, processes and MIG from NVML; with --model, whether vLLM starts and its KV cache.
+
+    Exit 0 read (with --model: vLLM starts with room for a request); 1 it would not; 2 NVML unavailable.
+    """
     import json
     import sys
 

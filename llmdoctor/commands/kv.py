@@ -33,7 +33,10 @@ def kv_budget(
     list_models: bool = typer.Option(False, "--list-models", help="List the built-in models and exit."),
     fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
 ) -> None:
-    """KV-cache memory for a model, batch and sequence length, computed the way vLLM does."""
+    """KV-cache memory for a model, batch and sequence length, computed the way vLLM does.
+
+    Exit 0 computed (and fits the --kv-mem/--gpu-mem memory); 1 does not fit; 2 bad input.
+    """
     import sys
 
     from llmdoctor.errors import UserError

@@ -44,7 +44,10 @@ def nginx_command(
     )] = None,
     fmt: Annotated[str, typer.Option("--format", help="Output: text, json, sarif or github.")] = "text",
 ) -> None:
-    """Check nginx configs for what breaks streamed LLM responses (buffering, timeouts, gzip, cache)."""
+    """Check nginx configs for what breaks streamed LLM responses (buffering, timeouts, gzip, cache).
+
+    Exit 0 nothing found; 1 findings; 2 an input could not be read (the others are still checked).
+    """
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     from llmdoctor.nginx.check import STDIN, check, exit_code
