@@ -194,8 +194,16 @@ def test_url_password_is_redacted_in_error_messages(cli):
     assert "hunter2-pass" not in result.stderr and "tk-55555555" not in result.stderr
 
 
+def test_url_without_scheme_never_shows_its_password(cli):
+    result = cli("probe", "admin:hunter2-pass@127.0.0.1:8000/?api_key=tk-55555555")
+    assert_could_not_probe(result, "did you mean http://admin:[redacted]@127.0.0.1:8000/")
+    assert "hunter2-pass" not in result.stderr and "tk-55555555" not in result.stderr
+
+
 @pytest.mark.parametrize(("args", "message"), [
-    (["localhost:8000"], "is not an http:// or https:// URL"),
+    (["localhost:8000"], "is not an http:// or https:// URL: did you mean http://localhost:8000?"),
+    (["[::1]:8000/v1"], "did you mean http://[::1]:8000/v1?"),
+    (["ftp://x/"], "is not an http:// or https:// URL: give a full http:// or https:// URL"),
     (["http://x/", "-H", "no colon here"], "-H/--header 'no'...: expected 'Name: value'"),
     (["http://x/", "--json", "{not json"], "--json: not valid JSON"),
     (["http://x/", "--data", "@/no/such/file"], "--data @/no/such/file: cannot read /no/such/file"),

@@ -209,7 +209,12 @@ def check_url(url: str) -> None:
     except (httpx.InvalidURL, TypeError, ValueError) as err:
         raise UserError(f"URL {redact_url(url)!r} is not valid ({err}): {hint}") from None
     if parsed.scheme not in ("http", "https"):
-        raise UserError(f"URL {redact_url(url)!r} is not an http:// or https:// URL: {hint}")
+        shown = redact_url(url)
+        if "://" not in url and url.strip():  # `localhost:8000/v1`, `[::1]:8000`: the scheme was left out
+            suggestion = redact_url("http://" + url.strip())  # redacts user:password@ only with a scheme
+            shown = suggestion.removeprefix("http://")
+            hint = f"did you mean {suggestion}?"
+        raise UserError(f"URL {shown!r} is not an http:// or https:// URL: {hint}")
     if not parsed.host:
         raise UserError(f"URL {redact_url(url)!r} has no host: {hint}")
     if parsed.port is not None and not 1 <= parsed.port <= 65535:
