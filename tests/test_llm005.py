@@ -158,6 +158,8 @@ def run(prompt_name: str, completion: float, messages):
         logger.exception("generation failed: %s", exc)
     prompt = "Summarize the following text."
     logger.info("static prompt: %s", prompt)
+    logger.info("running %d prompts, max_completion=%s", num_prompts, max_completion)
+    logger.info("template: %s", system_prompt_path)
 """)
 
 

@@ -71,6 +71,7 @@ class LoggingKnowledge:
     preserving_methods: frozenset
     payload_kwargs: frozenset
     payload_names: re.Pattern | None
+    metadata_name_parts: frozenset
     random_functions: frozenset
     sample_names: re.Pattern | None
     modulo: bool
@@ -80,7 +81,9 @@ class LoggingKnowledge:
         return name in self.logger_names or any(fnmatch.fnmatchcase(name, g) for g in self.logger_name_globs)
 
     def is_payload_name(self, name: str) -> bool:
-        return self.payload_names is not None and self.payload_names.fullmatch(name) is not None
+        if self.payload_names is None or self.payload_names.fullmatch(name) is None:
+            return False
+        return not any(part.lower() in self.metadata_name_parts for part in name.split("_"))
 
 
 def logging_knowledge(catalog) -> LoggingKnowledge:
@@ -128,6 +131,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         preserving_methods=frozenset(payload.get("preserving_methods") or ()),
         payload_kwargs=frozenset(payload.get("kwargs") or ()),
         payload_names=_glob_regex(payload.get("names")),
+        metadata_name_parts=frozenset(payload.get("metadata_name_parts") or ()),
         random_functions=frozenset(guards.get("random_functions") or ()),
         sample_names=_glob_regex(guards.get("name_globs")),
         modulo=bool(guards.get("modulo", True)),
