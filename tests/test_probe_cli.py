@@ -194,6 +194,12 @@ def test_url_password_is_redacted_in_error_messages(cli):
     assert "hunter2-pass" not in result.stderr and "tk-55555555" not in result.stderr
 
 
+def test_unparsable_url_never_shows_its_password(cli):
+    result = cli("probe", "http://admin:hunter2-pass@[::1/?token=tk-55555555&x=1")
+    assert_could_not_probe(result, "URL 'http://admin:[redacted]@[::1/?token=[redacted]&x=1' is not valid")
+    assert "hunter2-pass" not in result.stderr and "tk-55555555" not in result.stderr
+
+
 def test_url_without_scheme_never_shows_its_password(cli):
     result = cli("probe", "admin:hunter2-pass@127.0.0.1:8000/?api_key=tk-55555555")
     assert_could_not_probe(result, "did you mean http://admin:[redacted]@127.0.0.1:8000/")

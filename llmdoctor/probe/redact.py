@@ -29,8 +29,10 @@ def redact_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
 def redact_url(url: str) -> str:
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return url
+    except ValueError:  # e.g. an unclosed `[`: still hide `user:password@` and `secret=value`
+        url = re.sub(r"(//[^/@:]*:)[^/@]*@", rf"\g<1>{REDACTED}@", url)
+        return re.sub(r"([?&][^=&#]*(?:" + _SENSITIVE.pattern + r")[^=&#]*=)[^&#]*",
+                      rf"\g<1>{REDACTED}", url, flags=re.IGNORECASE)
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
