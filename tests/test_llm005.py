@@ -163,6 +163,27 @@ def run(prompt_name: str, completion: float, messages):
 """)
 
 
+def test_real_code_near_misses():
+    """From khoj (processor/conversation/*/utils.py): an error text unpacked into a payload-like name, and a
+    message logged only when its content is empty, are not the user's text."""
+    check(HEAD + """
+def generate(messages, handle_error, is_none_or_empty):
+    try:
+        response_text = client.chat.completions.create(model="m", messages=messages).choices[0].message.content
+    except Exception as e:
+        response_text, _ = handle_error(e.args)
+        logger.warning("prevented: %s", response_text)
+        logger.warning("last message: %s", messages[-1].content)  # hit
+    for message in messages:
+        if is_none_or_empty(message.content):
+            logger.error("dropping message with empty content: %s", message)
+        if not message.content:
+            logger.error("dropping message with empty content: %s", message)
+        else:
+            logger.error("keeping message: %s", message)  # hit
+""")
+
+
 # ------------------------------------------------------------------ sinks
 
 def test_sinks_and_levels():

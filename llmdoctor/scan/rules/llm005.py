@@ -16,6 +16,7 @@ from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.payload import (
     LEVELS,
     METADATA,
+    OPAQUE,
     LoggingKnowledge,
     PayloadEvaluator,
     Source,
@@ -69,6 +70,8 @@ class UnsampledPayloadLogging(Rule):
         self._prompt_args: dict[int, dict[str, Source]] = {}  # def id -> names passed as prompts
         self._blocks: list[bool] = [False]  # per block: runs under a sampling guard
         self._guarded_bodies: set[int] = set()
+        self._empty_bodies: dict[int, set[str]] = {}  # body id -> names the `if` found empty
+        self._empty: list[set[str]] = []
         self._late_imports: set[str] = set()
         self._imports_cache: dict[tuple[str, ...], bool] = {}
         self._runtime_imports: set[str] | None = None
@@ -77,6 +80,8 @@ class UnsampledPayloadLogging(Rule):
     # ------------------------------------------------------------------ names
 
     def _lookup(self, name: str) -> object:
+        if any(name in empty for empty in self._empty):
+            return METADATA  # inside `if not text:` / `if is_none_or_empty(msg.content):`
         for frame in reversed(self._frames):
             if name in frame:
                 return frame[name]
@@ -214,8 +219,9 @@ class UnsampledPayloadLogging(Rule):
                 if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(target.elements):
                     for sub, val in zip(target.elements, value_node.elements):
                         self._assign([sub.value], val.value)
-                else:
-                    self._bind(target_names(target), None)
+                else:  # `text, _ = handle_error(e)`: a part of something unknown, whatever its name says
+                    value = self._evaluate(value_node)
+                    self._bind(target_names(target), OPAQUE if value is None else value)
 
     def visit_For(self, node: cst.For) -> None:
         self._bind(target_names(node.target), self._iterated(node.iter))
@@ -238,6 +244,9 @@ class UnsampledPayloadLogging(Rule):
     # ------------------------------------------------------------------ sampling guards
 
     def visit_If(self, node: cst.If) -> None:
+        empty = _tested_empty(node.test)
+        if empty:
+            self._empty_bodies[id(node.body)] = empty
         if not self._is_sampling_test(node.test):
             return
         self._guarded_bodies.add(id(node.body))
@@ -248,16 +257,24 @@ class UnsampledPayloadLogging(Rule):
             self._blocks[-1] = True  # `if random.random() > RATE: return` -> the rest of the block is sampled
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._blocks.append(id(node) in self._guarded_bodies)
+        self._enter_block(node)
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._blocks.pop()
+        self._leave_block(node)
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._blocks.append(id(node) in self._guarded_bodies)
+        self._enter_block(node)
 
     def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._leave_block(node)
+
+    def _enter_block(self, node: cst.BaseSuite) -> None:
+        self._blocks.append(id(node) in self._guarded_bodies)
+        self._empty.append(self._empty_bodies.get(id(node), set()))
+
+    def _leave_block(self, node: cst.BaseSuite) -> None:
         self._blocks.pop()
+        self._empty.pop()
 
     def _guarded(self) -> bool:
         if any(self._blocks):
@@ -372,6 +389,40 @@ def _shown(func: cst.BaseExpression, callee: str | None) -> str:
 
 def _glob_to_word(glob: str) -> str:
     return "".join(r"\w*" if ch == "*" else re.escape(ch) for ch in glob)
+
+
+def _tested_empty(test: cst.BaseExpression) -> set[str]:
+    """Root names an `if` test finds empty: `not x`, `x is None`, `x == ""`, `len(x) == 0`, `*empty*(x.content)`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _roots([test.expression])
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _tested_empty(test.left) | _tested_empty(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        empty_literal = (isinstance(target.comparator, cst.Name) and target.comparator.value == "None") or (
+            isinstance(target.comparator, cst.SimpleString) and target.comparator.evaluated_value == "") or (
+            isinstance(target.comparator, cst.Integer) and target.comparator.value == "0")
+        if empty_literal and isinstance(target.operator, (cst.Is, cst.Equal)):
+            left = test.left
+            if isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "len":
+                return _roots([a.value for a in left.args])
+            return _roots([left])
+    if isinstance(test, cst.Call):
+        name = test.func.attr.value if isinstance(test.func, cst.Attribute) else (
+            test.func.value if isinstance(test.func, cst.Name) else "")
+        if "empty" in name.lower():
+            return _roots([a.value for a in test.args])
+    return set()
+
+
+def _roots(exprs) -> set[str]:
+    roots = set()
+    for expr in exprs:
+        while isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        if isinstance(expr, cst.Name):
+            roots.add(expr.value)
+    return roots
 
 
 def _annotation_name(annotation: cst.BaseExpression) -> str | None:

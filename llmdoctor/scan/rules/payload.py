@@ -38,11 +38,15 @@ class Source:
 
 
 class _Metadata:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
     def __repr__(self) -> str:
-        return "METADATA"
+        return self.name
 
 
-METADATA = _Metadata()
+METADATA = _Metadata("METADATA")
+OPAQUE = _Metadata("OPAQUE")  # bound to something unknown that a payload-like name must not turn into payload
 Value = Source | _Metadata | None
 
 
@@ -264,6 +268,8 @@ class PayloadEvaluator:
             if name in frame:
                 return frame[name]
         found = self._lookup(name)
+        if found is OPAQUE:
+            return None
         if found is not self.MISSING:
             return found  # type: ignore[return-value]
         if self.names_apply and self.logging.is_payload_name(name):
