@@ -254,6 +254,8 @@ def answer(prompt, should_sample):
     if should_sample: logger.info("one-line guard: %s", prompt)
     if logger.isEnabledFor(logging.DEBUG):
         logger.info("debug only: %s", prompt)
+    if settings.verbose or DEBUG:
+        logger.info("opt-in diagnostics: %s", prompt)
     if "%s" % prompt:
         logger.info("string formatting is no guard: %s", prompt)  # hit
 

@@ -137,7 +137,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         payload_names=_glob_regex(payload.get("names")),
         metadata_name_parts=frozenset(payload.get("metadata_name_parts") or ()),
         random_functions=frozenset(guards.get("random_functions") or ()),
-        sample_names=_glob_regex(guards.get("name_globs")),
+        sample_names=_glob_regex([*(guards.get("name_globs") or ()), *(guards.get("opt_in_name_globs") or ())]),
         modulo=bool(guards.get("modulo", True)),
         enabled_checks=frozenset(guards.get("enabled_checks") or ()),
     )
