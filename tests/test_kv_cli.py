@@ -189,3 +189,40 @@ def test_kv_budget_help_documents_the_exit_codes(cli):
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
     assert "Exit 0" in text and "; 1 " in text and "; 2 " in text
+
+
+def test_vllm_refuses_to_start_when_one_request_does_not_fit(cli):
+    # Mistral-7B: every layer slides (window 4096). One request of 32,768 tokens needs, per vLLM's
+    # check_enough_kv_cache_memory, per layer cdiv(min(4096 - 1 + 8192, 32768), 16) + 1 = 769 blocks of
+    # 16 × 4,096 B: 769 × 65,536 × 32 layers = 1,612,709,888 B = 1.50 GiB > 1 GiB, although the request itself
+    # holds only 4,096 tokens per layer (0.50 GiB) and so "fits"
+    r = cli("kv-budget", "--model", "mistral-7b", "--seq", "32768", "--kv-mem", "1GiB", "--format", "json")
+    assert r.returncode == 1
+    data = _json(r)
+    assert data["fits"] is True and data["kv_bytes_total"] == 4096 * 131_072
+    assert data["vllm_starts"] is False
+    assert data["vllm_log"] == [
+        ("ValueError: To serve at least one request with the models's max seq len (32768), (1.50 GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (1.00 GiB).")]
+    text = cli("kv-budget", "--model", "mistral-7b", "--seq", "32768", "--kv-mem", "1GiB")
+    assert text.returncode == 1
+    assert "fits, but vLLM refuses to start" in text.stdout and "vLLM would fail" in text.stdout
+    assert "GPU KV cache size" not in text.stdout
+
+
+def test_vllm_has_no_memory_for_the_cache_when_weights_exceed_the_budget(cli):
+    # Llama-3.1-70B bf16 = 141.1 GB of weights on one 80 GB GPU: 72 GB − 141.1 GB − 2 GiB < 0
+    r = cli("kv-budget", "--model", "llama-3.1-70b", "--gpu-mem", "80GB", "--format", "json")
+    assert r.returncode == 1
+    data = _json(r)
+    assert data["kv_memory_bytes"] < 0 and data["vllm_starts"] is False
+    assert data["vllm_log"][0].startswith("ValueError: No available memory for the cache blocks.")
+
+
+def test_vllm_starts_with_exactly_one_request_of_memory(cli):
+    # Llama-3.1-8B, seq 4096: 256 blocks × 16 × 131,072 B = 512 MiB for one request; exactly that is enough
+    r = cli("kv-budget", "--model", "llama-3.1-8b", "--seq", "4096", "--kv-mem", "512MiB", "--format", "json")
+    assert r.returncode == 0
+    data = _json(r)
+    assert data["vllm_starts"] is True and data["max_concurrency"] == 1.0
+    assert data["vllm_log"][0] == "GPU KV cache size: 4,096 tokens"

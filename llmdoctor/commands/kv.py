@@ -35,7 +35,7 @@ def kv_budget(
 ) -> None:
     """KV-cache memory for a model, batch and sequence length, computed the way vLLM does.
 
-    Exit 0 computed (and fits the --kv-mem/--gpu-mem memory); 1 does not fit; 2 bad input.
+    Exit 0 computed / fits the given memory; 1 does not fit, or vLLM would not start; 2 bad input.
     """
     import sys
 
@@ -78,7 +78,7 @@ def kv_budget(
         sys.stdout.write(json.dumps(to_dict(budget, source), indent=2) + "\n")
     else:
         render_text(budget, source, sys.stdout)
-    if budget.kv_memory is not None and not budget.fits(bs, seq):
+    if budget.kv_memory is not None and not (budget.fits(bs, seq) and budget.vllm_starts()):
         raise typer.Exit(1)
 
 

@@ -106,15 +106,20 @@ class VllmLayout:
         """Earlier V1 releases: num_blocks // num_groups × block_size (differs only for hybrid models)."""
         return self.num_blocks(kv_memory) // len(self.groups) * self.block_size
 
+    def _request_blocks(self, group: VllmGroup, max_model_len: int, max_num_batched_tokens: int) -> int:
+        if group.window is None:
+            return cdiv(max_model_len, self.block_size)
+        tokens = min(group.window - 1 + max_num_batched_tokens, max_model_len)
+        return cdiv(tokens, self.block_size) + 1
+
     def blocks_per_request(self, max_model_len: int, max_num_batched_tokens: int) -> int:
-        total = 0
-        for group in self.groups:
-            if group.window is None:
-                total += cdiv(max_model_len, self.block_size)
-            else:
-                tokens = min(group.window - 1 + max_num_batched_tokens, max_model_len)
-                total += cdiv(tokens, self.block_size) + 1
-        return total
+        return sum(self._request_blocks(g, max_model_len, max_num_batched_tokens) for g in self.groups)
+
+    def request_memory(self, max_model_len: int, max_num_batched_tokens: int) -> int:
+        """What vLLM's `check_enough_kv_cache_memory` needs for one request of max_model_len: the sum over
+        layers of `max_memory_usage_bytes`; with less KV memory (or none) vLLM refuses to start."""
+        return self.page_bytes * sum(g.layers * self._request_blocks(g, max_model_len, max_num_batched_tokens)
+                                     for g in self.groups)
 
     def max_concurrency(self, kv_memory: int, max_model_len: int, max_num_batched_tokens: int) -> float:
         return self.num_blocks(kv_memory) / self.blocks_per_request(max_model_len, max_num_batched_tokens)
@@ -221,6 +226,14 @@ class Budget:
     def max_concurrency(self) -> float:
         assert self.kv_memory is not None
         return self.layout().max_concurrency(self.kv_memory, self.seq, self.max_num_batched_tokens)
+
+    def vllm_request_memory(self) -> int:
+        return self.layout().request_memory(self.seq, self.max_num_batched_tokens)
+
+    def vllm_starts(self) -> bool:
+        """vLLM V1 starts only with KV memory left and room for one request of --seq tokens."""
+        assert self.kv_memory is not None
+        return 0 < self.kv_memory and self.vllm_request_memory() <= self.kv_memory
 
 
 def kv_memory_from_gpu(total: int, utilization: float, weights_per_gpu: int, overhead: int) -> int:

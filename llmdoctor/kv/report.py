@@ -13,6 +13,16 @@ TIGHT = 0.9  # a cell is "tight" when the KV cache would be more than 90% full
 
 
 def vllm_log_lines(b: Budget) -> list[str]:
+    """What vLLM V1 logs at startup, or the error it refuses to start with (`check_enough_kv_cache_memory`)."""
+    assert b.kv_memory is not None
+    if b.kv_memory <= 0:
+        return [("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                "when initializing the engine.")]
+    if not b.vllm_starts():
+        gib = 1024**3
+        return [(f"ValueError: To serve at least one request with the models's max seq len ({b.seq}), "
+                f"({b.vllm_request_memory() / gib:.2f} GiB KV cache is needed, which is larger than the "
+                f"available KV cache memory ({b.kv_memory / gib:.2f} GiB).")]
     return [
         f"GPU KV cache size: {b.cache_tokens():,} tokens",
         f"Maximum concurrency for {b.seq:,} tokens per request: {b.max_concurrency():.2f}x",
@@ -21,6 +31,8 @@ def vllm_log_lines(b: Budget) -> list[str]:
 
 def older_vllm_note(b: Budget) -> str | None:
     """Earlier vLLM V1 releases computed the token figure per group; say so when it differs."""
+    if not b.vllm_starts():
+        return None
     legacy = b.cache_tokens_by_groups()
     if legacy == b.cache_tokens():
         return None
@@ -84,6 +96,7 @@ def to_dict(b: Budget, source: str) -> dict:
             "kv_cache_tokens": b.cache_tokens(),
             "kv_cache_tokens_earlier_vllm": b.cache_tokens_by_groups(),
             "max_concurrency": round(b.max_concurrency(), 4),
+            "vllm_starts": b.vllm_starts(),
             "vllm_log": vllm_log_lines(b),
             "grid": {"batches": batches, "seqs": seqs, "tight_above": TIGHT,
                      "cells": [[b.status(bs, sq, TIGHT) for sq in seqs] for bs in batches]},
@@ -129,13 +142,16 @@ def render_text(b: Budget, source: str, out: TextIO) -> None:
         table.add_row("KV memory", f"{format_size(b.kv_memory)} per GPU ({escape(b.memory_source['how'])})")
         headroom = b.kv_memory - b.total_bytes
         verdict = "[green]fits[/]" if headroom >= 0 else "[bold red]does not fit[/]"
+        if headroom >= 0 and not b.vllm_starts():
+            verdict = "[bold red]fits, but vLLM refuses to start[/] (below)"
         table.add_row("verdict", f"{verdict}, headroom {format_size(headroom)}")
         table.add_row("largest batch", f"{max(0, b.largest_batch()):,} at seq {b.seq:,}")
         longest = b.longest_seq()
         table.add_row("longest seq", "not limited by KV memory (every layer slides)" if longest is None
                       else f"{longest:,} tokens at batch {b.batch}")
+        label = "vLLM would log" if b.vllm_starts() else "vLLM would fail"
         for line in vllm_log_lines(b):
-            table.add_row("vLLM would log", escape(line))
+            table.add_row(label, escape(line))
         note = older_vllm_note(b)
         if note:
             table.add_row("", escape(note))
