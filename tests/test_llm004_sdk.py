@@ -213,9 +213,53 @@ def test_genai_chat_from_the_sync_client_factory():
     async def f(q):
         return completion(q)
     """,
+    # test modules (openai's own tests run both clients against a mock transport in one async test)
+    """
+    import pytest
+    from openai import OpenAI
+    @pytest.mark.parametrize("sync", [True, False])
+    async def test_parse(sync, client: OpenAI, async_client):
+        if sync:
+            client.chat.completions.parse(model="m", messages=[], response_format=dict)
+        else:
+            await async_client.chat.completions.parse(model="m", messages=[], response_format=dict)
+    """,
+    """
+    from openai import OpenAI
+    async def check_large_responses():
+        with OpenAI(api_key="k") as client:
+            return client.responses.create(model="m", input="x")
+    async def test_large_responses():
+        await check_large_responses()
+    """,
 ])
 def test_near_misses(source):
     assert lines(source) == []
+
+
+def test_test_modules_keep_the_generic_list():
+    source = """
+        import time, unittest
+        from openai import OpenAI
+        client = OpenAI()
+        class TestChat(unittest.IsolatedAsyncioTestCase):
+            async def test_chat(self):
+                client.chat.completions.create(model="m", messages=[])
+                time.sleep(1)
+        """
+    assert lines(source) == [8]
+
+
+def test_an_app_endpoint_named_test_is_not_a_test_module():
+    source = """
+        import litellm
+        from fastapi import APIRouter
+        router = APIRouter()
+        @router.get("/test")
+        async def test_endpoint():
+            return litellm.completion(model="m", messages=[])
+        """
+    assert lines(source) == [7]
 
 
 def test_prefilter_skips_files_without_an_sdk_or_blocking_name():

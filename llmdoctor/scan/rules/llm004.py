@@ -5,7 +5,9 @@ Two sources of knowledge:
 - the SDK index (`sdk_knowledge(catalog)`, rules/sdk-*.yaml and the user's `--rules-dir` tables): a
   generation / streaming / structured call whose receiver resolved to a client or module whose effective
   `async` is false (`OpenAI()`, `litellm.completion`, genai `client.models.*`), with the async twin as fix.
-  An unknown receiver is never reported: whether it is sync or async is unknown.
+  An unknown receiver is never reported: whether it is sync or async is unknown. Test modules are not
+  reported by the SDK part: an async test that also exercises the sync client (usually against a mock
+  transport) blocks no one but itself.
 """
 
 from __future__ import annotations
@@ -16,10 +18,16 @@ from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.sdk_knowledge import Method, SdkKnowledge, sdk_knowledge
 
 GENERIC_TABLE = "blocking_calls"
+TEST_FRAMEWORKS = "test_frameworks"  # imports that make a module test code (rules/llm004.yaml)
 
 
 class BlockingCallInAsync(Rule):
     code = "LLM004"
+    _test_module = False
+
+    @classmethod
+    def prefilter_tables(cls, spec) -> list[str]:
+        return [GENERIC_TABLE]  # `test_frameworks` only silences: it must not let a file through
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
@@ -29,6 +37,9 @@ class BlockingCallInAsync(Rule):
     @classmethod
     def prefilter_names(cls, spec, catalog) -> list[str]:
         return [*super().prefilter_names(spec, catalog), *_sync_generating_calls(catalog)]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._test_module = _is_test_module(node, self.table(TEST_FRAMEWORKS))
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.context
@@ -43,6 +54,8 @@ class BlockingCallInAsync(Rule):
         entry = self.table(GENERIC_TABLE).match(callee)
         if entry is not None:
             self._report_generic(node, callee, entry, function.name)
+            return
+        if self._test_module:
             return
         method = _sync_generation(sdk_knowledge(self.catalog), callee)
         if method is not None and not _no_model_call(node, method):
@@ -79,6 +92,37 @@ class BlockingCallInAsync(Rule):
             call=f"{receiver.name}.{method.path}",
             sdk=receiver.table,
         )
+
+
+def _is_test_module(module: cst.Module, frameworks) -> bool:
+    """A module that imports a test framework, or defines a top-level `test_*` function that is not
+    decorated by anything but the framework (`@router.get("/test") async def test_endpoint()` is an app)."""
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value.startswith("test_") and all(
+                _dotted(_decorator_callee(d.decorator)).split(".", 1)[0] in frameworks
+                for d in statement.decorators):
+            return True
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Import):
+                    names = [_dotted(alias.name) for alias in small.names]
+                elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                    names = [_dotted(small.module)]
+                else:
+                    continue
+                if any(name.split(".", 1)[0] in frameworks for name in names):
+                    return True
+    return False
+
+
+def _decorator_callee(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.func if isinstance(expr, cst.Call) else expr
+
+
+def _dotted(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Attribute):
+        return f"{_dotted(expr.value)}.{expr.attr.value}"
+    return expr.value if isinstance(expr, cst.Name) else ""
 
 
 def _sync_generating_calls(catalog) -> list[str]:
