@@ -283,6 +283,11 @@ def answer(messages):
     assert "`reply.choices[0].message.content`" in finding.message
     assert "random.random() < SAMPLE_RATE" in finding.fix
     assert finding.extra["sink"] == "logger.warning" and finding.extra["level"] == "WARNING"
+    inner = findings(HEAD + """
+def answer(messages):
+    logger.warning(f"empty answer from {MODEL}; last message by {messages[-1].role}: {messages[-1].content}")
+""")
+    assert inner[0].extra["payload"] == "messages[-1].content"  # the part that carries it, not the whole f-string
 
 
 def test_a_file_without_any_llm_sdk_name_is_not_parsed_for_this_rule():

@@ -323,7 +323,7 @@ class UnsampledPayloadLogging(Rule):
                 return
 
     def _report(self, node: cst.Call, shown: str, level: int, expr: cst.BaseExpression, source: Source) -> None:
-        text = " ".join(cst.Module([]).code_for_node(expr).split())
+        text = " ".join(cst.Module([]).code_for_node(source.node or expr).split())
         if len(text) > 60:
             text = text[:57] + "..."
         level_name = LEVEL_NAMES.get(level, str(level))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -35,6 +35,7 @@ class Source:
 
     what: str
     stream: bool = False  # a stream object: its repr is not the text, iterating it yields payload chunks
+    node: cst.BaseExpression | None = field(default=None, compare=False)  # the logged expression carrying it
 
 
 class _Metadata:
@@ -289,7 +290,7 @@ class PayloadEvaluator:
         if isinstance(expr, cst.Name):
             if expr.value in ("None", "True", "False"):
                 return METADATA
-            return self.name(expr.value)
+            return _at(self.name(expr.value), expr)
         if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.Comparison)):
             return METADATA
         if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
@@ -320,7 +321,7 @@ class PayloadEvaluator:
         if isinstance(expr, cst.DictComp):
             return self._comprehension_value(expr.for_in, [expr.value])
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
-            return self._chain(expr)
+            return _at(self._chain(expr), expr)
         if isinstance(expr, cst.Call):
             return self._call(expr)
         return None
@@ -430,6 +431,10 @@ class PayloadEvaluator:
     def _first_source(self, exprs) -> Value:
         value = self._first(exprs)
         return value if isinstance(value, Source) else None
+
+
+def _at(value: Value, expr: cst.BaseExpression) -> Value:
+    return replace(value, node=expr) if isinstance(value, Source) else value
 
 
 def _string_key(node: cst.Subscript) -> str | None:
