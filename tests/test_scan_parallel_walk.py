@@ -99,3 +99,14 @@ def test_deep_nesting_does_not_recurse() -> None:
     count = []
     fastwalk.walk(module, count.append, lambda n: None)
     assert len(count) > 150
+
+
+@pytest.mark.parametrize("path", SOURCES[:30], ids=lambda p: str(p.relative_to(REPO)))
+def test_provider_positions_equal_the_metadata_wrapper(path: Path) -> None:
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from llmdoctor.scan.positions import provider_positions
+
+    module = cst.parse_module(path.read_text(encoding="utf-8", errors="replace"))
+    assert dict(provider_positions(module)) == dict(MetadataWrapper(module, unsafe_skip_copy=True)
+                                                    .resolve(PositionProvider))

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import PositionProvider
 
 FAST_PATH_MIN_CHARS = 20_000  # below this the whole-module provider is cheap enough
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -43,8 +43,18 @@ def positions_for(module: cst.Module, source: str, wanted: list[tuple[cst.CSTNod
     return _whole_module(module, [n for pair in wanted for n in pair if n is not None])
 
 
+def provider_positions(module: cst.Module):
+    """What `MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)` computes, without
+    the wrapper's extra batched visit of the whole tree (run even when no batchable provider is asked
+    for: it rebuilt every node, about as costly as the code generation itself)."""
+    provider = PositionProvider()
+    provider._computed = {}
+    provider._gen_impl(module)
+    return provider._computed
+
+
 def _whole_module(module: cst.Module, nodes: list[cst.CSTNode]) -> dict[int, Span]:
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = provider_positions(module)
     return {id(node): _span(positions[node], 0) for node in nodes if node in positions}
 
 
@@ -79,7 +89,7 @@ def _by_statement(module, source, wanted) -> dict[int, Span] | None:
         if mini_lines[leading] != source_lines[first - 1]:
             return None  # the statement does not start where ast says: use the exact slow path
         shift = first - 1 - leading
-        positions = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)
+        positions = provider_positions(mini)
         for node in nodes:
             if node not in positions:
                 return None
