@@ -340,6 +340,14 @@ def test_cli_empty_stdin_or_empty_file_is_an_input_error(cli, tmp_path):
     assert data["findings"]  # the other input is still checked
 
 
+def test_cli_a_folder_without_configs_is_an_input_error(cli, tmp_path):
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "sites" / "README.txt").write_text("configs live elsewhere\n")
+    result = cli("nginx", "sites", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "sites: error: no nginx.conf and no *.conf file in this folder: nothing to check" in result.stdout
+
+
 def test_cli_location_narrows_the_streamed_locations(cli):
     path = str(FIXTURES / "rules" / "ngx001_hit_if_and_named.conf")
     result = cli("nginx", path, "--location", "^/beta/", "--format", "json")

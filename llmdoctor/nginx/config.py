@@ -308,6 +308,8 @@ def load_directory(path: Path, conf_dir: str | None = None) -> Config:
         config.roots.append((main, reader.read(main)))
         return config
     candidates = sorted(str(p) for p in Path(directory).rglob("*.conf") if p.is_file())
+    if not candidates:
+        reader.error(directory, "no nginx.conf and no *.conf file in this folder: nothing to check")
     trees = {name: reader.read(name) for name in candidates}
     included = {s.path for name, tree in trees.items() for s in _walk(tree) if s.path != name}
     config.roots.extend((name, tree) for name, tree in trees.items() if name not in included)
