@@ -397,12 +397,6 @@ def test_cli_undecodable_bytes_do_not_crash(cli, tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_cli_directory_without_configs_says_nothing_to_check(cli, tmp_path):
-    result = cli("nginx", str(tmp_path))
-    assert result.returncode == 0
-    assert "nothing to check" in result.stdout
-
-
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads files whatever their mode")
 def test_cli_unreadable_included_file_exits_2_with_the_include_line(cli, tmp_path):
     (tmp_path / "secret.conf").write_text("proxy_buffering off;\n")
