@@ -169,6 +169,15 @@ def test_refused_port_exits_2(cli):
                            f"connection refused by 127.0.0.1:{port}")
 
 
+def test_could_not_probe_in_json_prints_the_error_as_json(cli):
+    port = free_port()
+    result = cli("probe", f"http://u:hunter2-pass@127.0.0.1:{port}/", "--format", "json")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"llmdoctor: error: connection refused by 127.0.0.1:{port}")
+    assert json.loads(result.stdout) == {"error": result.stderr.strip().removeprefix("llmdoctor: error: ")}
+    assert "hunter2-pass" not in result.stdout
+
+
 def test_timeout_before_headers_exits_2(cli):
     with SilentServer() as upstream:
         result = cli("probe", upstream.url, "--timeout", "1")
