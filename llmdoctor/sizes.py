@@ -30,7 +30,8 @@ def parse_size(text: str, option: str) -> int:
                         "or KiB, MiB, GiB, TiB (binary)")
     value = int(float(number) * factor)
     if value <= 0:
-        raise UserError(f"{option}: the size must be positive, got {text!r}")
+        less = " (less than one byte)" if float(number) > 0 else ""
+        raise UserError(f"{option}: the size must be positive, got {text!r}{less}")
     return value
 
 

@@ -21,6 +21,9 @@ def test_parse_size_units_and_fractions(text, expected):
 @pytest.mark.parametrize("text, needle", [
     ("0", "must be positive"),
     ("0GiB", "must be positive"),
+    ("0.5", "must be positive, got '0.5' (less than one byte)"),
+    ("1e3GB", "cannot read"),
+    ("nan", "cannot read"),
     ("-5GiB", "cannot read"),
     ("eighty", "cannot read"),
     ("80 gigs", "unknown unit"),
