@@ -232,3 +232,9 @@ def test_glob_alone_walks_the_working_directory(cli):
     result = cli("tokens", "--glob", "cjk.txt", "--format", "json", cwd=FIXTURES)
     assert result.returncode == 0, result.stderr
     assert [f["path"] for f in _json(result)["files"]] == ["prompts/cjk.txt"]
+
+
+def test_total_line_when_nothing_could_be_counted(cli, tmp_path):
+    result = cli("tokens", "nope.txt", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Total: 0 tokens in 0 inputs; 1 could not be counted." in result.stdout

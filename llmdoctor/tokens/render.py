@@ -67,8 +67,8 @@ def render_text(report: TokensReport, out: TextIO) -> None:
 
 def summary_line(report: TokensReport) -> str:
     files = len(report.files)
-    encodings = ", ".join(sorted(report.encodings)) or "none"
-    parts = [f"Total: {report.total:,} tokens in {files} input{'s' if files != 1 else ''} ({encodings})"]
+    encodings = f" ({', '.join(sorted(report.encodings))})" if report.encodings else ""
+    parts = [f"Total: {report.total:,} tokens in {files} input{'s' if files != 1 else ''}{encodings}"]
     if any(item.estimate for item in report.files):
         parts.append("~ = estimate, see notes")
     over = len(report.over_budget)
