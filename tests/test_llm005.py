@@ -119,6 +119,19 @@ def answer(messages):
 """)
 
 
+def test_a_local_or_parameter_hides_a_module_level_payload():
+    check(HEAD + """
+import requests
+response = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+logger.info("startup check: %s", response)  # hit
+def fetch(url):
+    response = requests.get(url)
+    logger.info("fetched: %s", response)
+def handle(response):
+    logger.info("handled: %s", response)
+""")
+
+
 def test_values_passed_as_the_prompt_are_payload_even_before_the_call():
     check(HEAD + """
 def answer(question, history, role):

@@ -33,6 +33,7 @@ from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
 NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "file", "sep", "end", "flush"})
 NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", "timedelta", "Decimal"})
+UNKNOWN = object()  # a local bound to something we cannot read
 LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
 
 
@@ -84,7 +85,9 @@ class UnsampledPayloadLogging(Rule):
             return METADATA  # inside `if not text:` / `if is_none_or_empty(msg.content):`
         for frame in reversed(self._frames):
             if name in frame:
-                return frame[name]
+                if frame[name] is not UNKNOWN:
+                    return frame[name]
+                break  # a local of unknown value hides an outer payload; it may still be a prompt argument
         function = self._functions[-1]
         if function is not None:
             prompts = self._prompts_of(function)
@@ -95,10 +98,7 @@ class UnsampledPayloadLogging(Rule):
     def _bind(self, names: list[str], value: Value) -> None:
         frame = self._frames[-1]
         for name in names:
-            if value is None:
-                frame.pop(name, None)  # unknown again: a payload-like name may still count
-            else:
-                frame[name] = value
+            frame[name] = UNKNOWN if value is None else value  # unknown: a payload-like name may still count
 
     def _prompts_of(self, function: cst.FunctionDef) -> dict[str, Source]:
         """Names this function passes to a generation call as its prompt (`messages=msgs`), in any order."""
@@ -189,6 +189,8 @@ class UnsampledPayloadLogging(Rule):
             annotation = param.annotation.annotation if param.annotation else None
             if annotation is not None and _annotation_name(annotation) in NUMERIC_ANNOTATIONS:
                 frame[param.name.value] = METADATA  # `completion: float` is a progress ratio, not text
+            else:
+                frame[param.name.value] = UNKNOWN  # hides a module-level name
         self._frames.append(frame)
         self._functions.append(node)
 
