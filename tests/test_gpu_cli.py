@@ -114,3 +114,9 @@ def test_gpu_help_documents_the_exit_codes(cli):
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
     assert "Exit 0" in text and "; 1 " in text and "; 2 " in text
+
+
+def test_format_typo_is_named(cli):
+    r = cli("gpu", "--format", "yaml")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr == "llmdoctor: error: --format 'yaml': choose one of text, json\n"

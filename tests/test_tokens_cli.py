@@ -178,7 +178,7 @@ def test_encoding_without_an_offline_copy(cli):
 @pytest.mark.parametrize(("args", "message"), [
     (["--reserve", "1.5"], "--reserve is a fraction"),
     (["--context", "0"], "--context must be a positive"),
-    (["--format", "xml"], "--format must be one of"),
+    (["--format", "xml"], "--format 'xml': choose one of text, json"),
     (["--as", "yaml"], "--as must be one of"),
     (["--encoding-file", "/no/such.tiktoken"], "no such file"),
     (["--encoding-file", "/"], "--encoding-file /: is a directory, not a .tiktoken file"),

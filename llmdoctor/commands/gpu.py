@@ -36,7 +36,7 @@ def gpu(
     from llmdoctor.gpu import NvmlUnavailable, collect
 
     if fmt not in ("text", "json"):
-        raise UserError(f"--format: {fmt!r} is not one of text, json")
+        raise UserError(f"--format {fmt!r}: choose one of text, json")
     if not 0 < utilization <= 1:
         raise UserError(f"--utilization must be in (0, 1], got {utilization}")
     budget = _budget(model, config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens) \

@@ -42,7 +42,7 @@ def kv_budget(
     from llmdoctor.errors import UserError
 
     if fmt not in ("text", "json"):
-        raise UserError(f"--format: {fmt!r} is not one of text, json")
+        raise UserError(f"--format {fmt!r}: choose one of text, json")
     if list_models:
         _list_models(fmt)
         return

@@ -39,7 +39,7 @@ def probe(
     from llmdoctor.errors import UserError
 
     if fmt not in ("text", "json"):
-        raise UserError(f"--format: {fmt!r} is not one of text, json")
+        raise UserError(f"--format {fmt!r}: choose one of text, json")
     if not timeout > 0:
         raise UserError(f"--timeout must be more than 0 seconds (got {timeout:g})")
     bodies = [name for name, value in (("--data", data), ("--json", json_body), ("--openai", openai)) if value]

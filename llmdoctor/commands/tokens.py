@@ -48,7 +48,7 @@ def tokens(
     from llmdoctor.tokens.render import render_text, to_json
 
     if fmt not in FORMATS:
-        raise UserError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if mode not in MODES:
         raise UserError(f"--as must be one of {', '.join(MODES)}, got {mode!r}")
     if not paths:
