@@ -5,9 +5,9 @@ Two sources of knowledge:
 - the SDK index (`sdk_knowledge(catalog)`, rules/sdk-*.yaml and the user's `--rules-dir` tables): a
   generation / streaming / structured call whose receiver resolved to a client or module whose effective
   `async` is false (`OpenAI()`, `litellm.completion`, genai `client.models.*`), with the async twin as fix.
-  An unknown receiver is never reported: whether it is sync or async is unknown. Test modules are not
-  reported by the SDK part: an async test that also exercises the sync client (usually against a mock
-  transport) blocks no one but itself.
+  An unknown receiver is never reported: whether it is sync or async is unknown.
+Test modules are not reported: an async test serves no one else on its loop (the SDKs' own tests run the
+sync client against a mock transport inside async tests; others sleep or open fixture files).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class BlockingCallInAsync(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.context
-        if context.is_awaited(node):
+        if self._test_module or context.is_awaited(node):
             return
         function = context.executing_function(node)
         if function is None or not function.is_async:
@@ -54,8 +54,6 @@ class BlockingCallInAsync(Rule):
         entry = self.table(GENERIC_TABLE).match(callee)
         if entry is not None:
             self._report_generic(node, callee, entry, function.name)
-            return
-        if self._test_module:
             return
         method = _sync_generation(sdk_knowledge(self.catalog), callee)
         if method is not None and not _no_model_call(node, method):
