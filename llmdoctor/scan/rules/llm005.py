@@ -12,6 +12,7 @@ import re
 
 import libcst as cst
 
+from llmdoctor.scan.fastwalk import children
 from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.payload import (
     LEVELS,
@@ -120,7 +121,7 @@ class UnsampledPayloadLogging(Rule):
                     for target in node.targets:
                         if isinstance(target.target, cst.Name):
                             assigned.setdefault(target.target.value, []).append(node.value)
-                stack.extend(node.children)
+                stack.extend(children(node))
             while pending:  # `msgs = history + [{"content": question}]; create(messages=msgs)`: question too
                 name, what = pending.pop()
                 if name not in found:
@@ -302,7 +303,7 @@ class UnsampledPayloadLogging(Rule):
             if sinks.modulo and isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) \
                     and not isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                 return True
-            stack.extend(node.children)
+            stack.extend(children(node))
         return False
 
     # ------------------------------------------------------------------ sinks
