@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import llmdoctor_executable
 
 from llmdoctor.nginx.check import check, exit_code
 from llmdoctor.nginx.config import Stmt, load_dump, load_file, split_dump
@@ -346,6 +348,15 @@ def test_cli_a_folder_without_configs_is_an_input_error(cli, tmp_path):
     result = cli("nginx", "sites", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "sites: error: no nginx.conf and no *.conf file in this folder: nothing to check" in result.stdout
+
+
+def test_cli_stdin_that_is_not_utf8_is_still_checked():
+    config = b"http { server { location / { proxy_pass http://x; add_header X caf\xe9; } } }\n"
+    proc = subprocess.run([llmdoctor_executable(), "nginx", "-", "--format", "json"], input=config,
+                          capture_output=True, timeout=60, check=False, env={**os.environ, "NO_COLOR": "1"})
+    assert b"Traceback" not in proc.stderr
+    assert proc.returncode == 1
+    assert {f["rule"] for f in json.loads(proc.stdout)["findings"]} == {"NGX001", "NGX003"}
 
 
 def test_cli_location_narrows_the_streamed_locations(cli):

@@ -56,7 +56,8 @@ def nginx_command(
 
     if conf_dir is not None and not os.path.isdir(conf_dir):
         raise UserError(f"--conf-dir {conf_dir!r} is not a directory")
-    stdin_text = sys.stdin.read() if STDIN in paths else None
+    # bytes, decoded as files are (nginx itself does not care about the encoding of comments or strings)
+    stdin_text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if STDIN in paths else None
     report = check(paths, location=location, options=Options(_version(nginx_version)), stdin_text=stdin_text,
                    conf_dir=os.path.abspath(conf_dir) if conf_dir else None)
     render(report, fmt)
