@@ -76,7 +76,7 @@ class BlockingCallInAsync(Rule):
         receiver = method.receiver
         chain = _source_chain(node.func)
         shown = chain or method.path
-        if chain.endswith(method.path) and len(chain) > len(method.path):
+        if chain.endswith("." + method.path):
             receiver_text = chain[: -len(method.path) - 1]
         else:  # `from litellm import completion; completion(...)`, or a transparent segment in between
             receiver_text = receiver.name if receiver.is_module else "<client>"
