@@ -292,8 +292,8 @@ def answer(messages):
 """)
     assert len(found) == 1
     finding = found[0]
-    assert "`logger.warning()` logs the result of `client.chat.completions.create()` at WARNING" in finding.message
-    assert "`reply.choices[0].message.content`" in finding.message
+    assert finding.message.startswith("`logger.warning()` logs `reply.choices[0].message.content` at WARNING, "
+                                      "unsampled: it carries the result of `client.chat.completions.create()`.")
     assert "random.random() < SAMPLE_RATE" in finding.fix
     assert finding.extra["sink"] == "logger.warning" and finding.extra["level"] == "WARNING"
     inner = findings(HEAD + """

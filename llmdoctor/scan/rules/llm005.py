@@ -332,8 +332,8 @@ class UnsampledPayloadLogging(Rule):
         level_name = LEVEL_NAMES.get(level, str(level))
         self.report(
             node,
-            f"`{shown}()` logs {source.what} at {level_name} on every call (`{text}`): prompts and completions "
-            "carry user data into every log sink, and ~16 kB per line for a 4,000-token prompt",
+            f"`{shown}()` logs `{text}` at {level_name}, unsampled: it carries {source.what}. Prompts and "
+            "completions copy user data into every log sink, ~16 kB per line for a 4,000-token prompt",
             fix="log metadata instead (`len(...)`, ids, `.usage` token counts, latency); log the text only under "
                 "a sampling guard (`if random.random() < SAMPLE_RATE:`) or redacted",
             sink=shown,

@@ -274,13 +274,13 @@ class PayloadEvaluator:
         if found is not self.MISSING:
             return found  # type: ignore[return-value]
         if self.names_apply and self.logging.is_payload_name(name):
-            return Source(f"`{name}` (a prompt or completion by its name, in a module that uses an LLM SDK)")
+            return Source(f"a prompt or completion by its name (`{name}`, in a module that uses an LLM SDK)")
         return None
 
     def _named(self, name: str) -> Value:
         """A payload-like attribute or key name (`request.prompt`, `data["messages"]`)."""
         if self.names_apply and self.logging.is_payload_name(name):
-            return Source(f"`{name}` (a prompt or completion by its name, in a module that uses an LLM SDK)")
+            return Source(f"a prompt or completion by its name (`{name}`, in a module that uses an LLM SDK)")
         return None
 
     # any expression ----------------------------------------------------------------------------------------
