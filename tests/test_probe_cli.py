@@ -42,6 +42,9 @@ def test_streamed_exits_0_with_the_report_and_timeline(cli):
     assert cells.count("|") + sum(int(c) for c in cells if c.isdigit()) == 9
     assert "^ headers" in result.stdout
     assert "fix" not in result.stdout
+    lines = result.stdout.splitlines()
+    drawing = [line for line in lines if line.strip().startswith(("timeline", "^ headers", "| 1 event"))]
+    assert len(drawing) == 3 and all(len(line) <= 80 for line in drawing)  # no wrap on an 80-column terminal
 
 
 def test_buffered_exits_1_with_a_burst_at_the_end_and_a_fix(cli):
@@ -50,7 +53,7 @@ def test_buffered_exits_1_with_a_burst_at_the_end_and_a_fix(cli):
     assert result.returncode == 1, result
     assert "verdict: buffered - all 9 events arrived in one read" in result.stdout
     timeline = next(line for line in result.stdout.splitlines() if line.strip().startswith("timeline"))
-    assert timeline.split()[1] == "." * 59 + "9"
+    assert timeline.split()[1] == "." * 49 + "9"
     assert "  fix " in result.stdout
 
 

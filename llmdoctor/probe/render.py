@@ -8,9 +8,9 @@ from typing import TextIO
 from llmdoctor.probe import INCONCLUSIVE, STREAMED, ProbeResult, Trial
 from llmdoctor.probe.redact import scrub
 
-TIMELINE_WIDTH = 60
+TIMELINE_WIDTH = 50  # with its 14-column label and the "0 -> 12.34 s" scale, the line fits 80 columns
 _VERDICT_STYLE = {STREAMED: "bold green", INCONCLUSIVE: "bold yellow"}
-LEGEND = "| one event   2-9 events together   # 10 or more   : bytes, no whole event   . nothing"
+LEGEND = "| 1 event  2-9 events  # 10 or more  : bytes, no event  . nothing"  # events completed per cell
 
 
 def to_json(result: ProbeResult) -> str:
