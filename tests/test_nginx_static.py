@@ -359,6 +359,37 @@ def test_cli_stdin_that_is_not_utf8_is_still_checked():
     assert {f["rule"] for f in json.loads(proc.stdout)["findings"]} == {"NGX001", "NGX003"}
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_cli_reads_a_pipe_once_like_process_substitution(cli, tmp_path):
+    # `llmdoctor nginx <(ssh host nginx -T)` passes a pipe: it was read to sniff for a dump, then re-opened for
+    # parsing and found empty ("All checks passed")
+    import threading
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    config = "http {\n  server {\n    location /v1/ {\n      proxy_pass http://app;\n    }\n  }\n}\n"
+
+    def write() -> None:
+        with open(pipe, "w") as handle:
+            handle.write(config)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    result = cli("nginx", str(pipe), "--format", "json", timeout=60)
+    writer.join(5)
+    assert result.returncode == 1, result
+    assert [(f["rule"], f["line"]) for f in json.loads(result.stdout)["findings"]] == [("NGX001", 3), ("NGX003", 3)]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_an_endless_device_is_read_up_to_a_bound(monkeypatch):
+    from llmdoctor.nginx import check as check_module
+
+    monkeypatch.setattr(check_module, "MAX_STREAM", 4096)
+    report = check(["/dev/zero"])
+    assert [(e.path, e.reason) for e in report.errors] == [("/dev/zero", "more than 0 MiB: not an nginx config or dump")]
+
+
 def test_cli_location_narrows_the_streamed_locations(cli):
     path = str(FIXTURES / "rules" / "ngx001_hit_if_and_named.conf")
     result = cli("nginx", path, "--location", "^/beta/", "--format", "json")

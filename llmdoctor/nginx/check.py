@@ -13,6 +13,7 @@ from llmdoctor.nginx.rules import CHECKS, RULES, Options
 from llmdoctor.report.model import Finding, InputError, Report, display_path
 
 STDIN = "-"
+MAX_STREAM = 64 * 2**20  # bytes read from a pipe or device; `nginx -T` of a large site is a few MB
 
 
 def read_input(path: str, stdin_text: str | None = None, conf_dir: str | None = None) -> Config:
@@ -33,6 +34,8 @@ def read_input(path: str, stdin_text: str | None = None, conf_dir: str | None = 
         config = Config()
         config.errors.append(InputError(display_path(path), "no such file or directory"))
         return config
+    if not target.is_file():  # a pipe (`llmdoctor nginx <(ssh host nginx -T)`) or a device: read it once
+        return _read_stream(path, conf_dir)
     try:
         head = target.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
@@ -51,9 +54,29 @@ def _empty(shown: str, reason: str) -> Config:
     return config
 
 
-def _load_text(text: str, conf_dir: str | None) -> Config:
-    """A config read from stdin, shown as `<stdin>`; its includes are read from disk (default: from the cwd)."""
-    return load_dump({os.path.join(os.getcwd(), "<stdin>"): text}, disk_fallback=True, conf_dir=conf_dir)
+def _read_stream(path: str, conf_dir: str | None) -> Config:
+    """A named pipe or device: it can be read only once, and need not end (/dev/zero): at most MAX_STREAM."""
+    shown = display_path(path)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_STREAM + 1)
+    except OSError as err:
+        return _empty(shown, f"cannot read: {err.strerror or err}")
+    if len(raw) > MAX_STREAM:
+        return _empty(shown, f"more than {MAX_STREAM // 2**20} MiB: not an nginx config or dump")
+    text = raw.decode("utf-8", errors="replace")
+    if not text.strip():
+        return _empty(shown, "nothing to read: the pipe was empty")
+    dump = split_dump(text)
+    if dump is not None:
+        return load_dump(dump)
+    return _load_text(text, conf_dir, path)
+
+
+def _load_text(text: str, conf_dir: str | None, name: str = "<stdin>") -> Config:
+    """A config read from stdin or a pipe; its includes are read from disk (default: relative to the cwd)."""
+    return load_dump({os.path.join(os.getcwd(), name): text}, disk_fallback=True,
+                     conf_dir=conf_dir or os.getcwd())
 
 
 def select_units(units: list[Unit], pattern: str | None) -> list[Unit]:
