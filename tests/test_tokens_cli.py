@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -238,3 +239,10 @@ def test_total_line_when_nothing_could_be_counted(cli, tmp_path):
     result = cli("tokens", "nope.txt", cwd=tmp_path)
     assert result.returncode == 2
     assert "Total: 0 tokens in 0 inputs; 1 could not be counted." in result.stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_an_endless_binary_device_is_refused_without_reading_it_all(cli, tmp_path):
+    result = cli("tokens", "/dev/zero", "a.txt", cwd=tmp_path, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "/dev/zero: error: binary file (contains NUL bytes): not counted" in result.stdout

@@ -23,7 +23,7 @@ from llmdoctor.tokens.encodings import (
     load_encoding,
     model_encoding_name,
 )
-from llmdoctor.tokens.inputs import Discovered, discover, is_binary
+from llmdoctor.tokens.inputs import BINARY_SNIFF_BYTES, Discovered, discover, is_binary
 
 if TYPE_CHECKING:
     import tiktoken
@@ -184,7 +184,7 @@ class Counter:
     def _add_file(self, item: Discovered) -> None:
         shown = display_path(item.path)
         try:
-            data = item.path.read_bytes()
+            data = _read_sniffing(item.path)
         except FileNotFoundError:
             self.report.errors.append(InputError(shown, "no such file or directory"))
             return
@@ -357,3 +357,12 @@ def count_tokens(paths: list[str], options: Options,
 
 def default_threads() -> int:
     return min(8, os.cpu_count() or 1)
+
+
+def _read_sniffing(path: Path) -> bytes:
+    """The file's bytes; a pipe or device (`/dev/zero`) that starts binary is not read to its (maybe no) end."""
+    if path.is_file() or not path.exists():
+        return path.read_bytes()
+    with open(path, "rb") as handle:
+        head = handle.read(BINARY_SNIFF_BYTES)
+        return head if is_binary(head) else head + handle.read()
