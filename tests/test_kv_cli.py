@@ -227,3 +227,9 @@ def test_vllm_starts_with_exactly_one_request_of_memory(cli):
     data = _json(r)
     assert data["vllm_starts"] is True and data["max_concurrency"] == 1.0
     assert data["vllm_log"][0] == "GPU KV cache size: 4,096 tokens"
+
+
+def test_config_from_an_endless_device_is_refused(cli):
+    r = cli("kv-budget", "--config", "/dev/zero", timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--config: /dev/zero is larger than 16 MiB: not a config.json" in r.stderr

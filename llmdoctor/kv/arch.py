@@ -109,6 +109,7 @@ class ModelArch:
 
 # ---------------------------------------------------------------------- config.json loading
 
+_MAX_CONFIG_BYTES = 16 * 2**20  # a config.json is a few KB
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
 
 
@@ -120,7 +121,11 @@ def load_config_file(path: str | Path) -> tuple[dict, str]:
     if not p.exists():
         raise UserError(f"--config: {p} does not exist; give a Hugging Face config.json or a folder holding one")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        with p.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+            raw = handle.read(_MAX_CONFIG_BYTES + 1)
+        if len(raw) > _MAX_CONFIG_BYTES:
+            raise UserError(f"--config: {p} is larger than {_MAX_CONFIG_BYTES // 2**20} MiB: not a config.json")
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise UserError(f"--config: {p} is not UTF-8 text") from None
     except json.JSONDecodeError as err:
