@@ -225,6 +225,8 @@ def test_url_without_scheme_never_shows_its_password(cli):
     (["http://x/", "-H", "no colon here"], "-H/--header 'no'...: expected 'Name: value'"),
     (["http://x/", "--json", "{not json"], "--json: not valid JSON"),
     (["http://x/", "--data", "@/no/such/file"], "--data @/no/such/file: cannot read /no/such/file"),
+    (["http://x/", "--data", "@/"], "--data @/: cannot read /: Is a directory"),
+    (["http://x/", "--json", "@/dev/zero"], "--json @/dev/zero: larger than 64 MiB"),
     (["http://x/", "--data", "a", "--json", "{}"], "give one request body: --data and --json"),
     (["http://x/", "--format", "sarif"], "--format 'sarif': choose one of text, json"),
     (["http://x/", "--timeout", "0"], "--timeout must be more than 0 seconds"),

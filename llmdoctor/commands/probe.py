@@ -6,6 +6,7 @@ import typer
 
 OPENAI_PROMPT = "Count from 1 to 30, one number per line, nothing else."
 OPENAI_MAX_TOKENS = 120
+MAX_BODY_BYTES = 64 * 2**20
 
 
 def register(app: typer.Typer) -> None:
@@ -115,9 +116,14 @@ def read_body(value: str, option: str) -> bytes:
     if value.startswith("@"):
         path = Path(value[1:])
         try:
-            return path.read_bytes()
+            with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+                content = handle.read(MAX_BODY_BYTES + 1)
         except OSError as err:
             raise UserError(f"{option} {value}: cannot read {path}: {err.strerror or err}") from None
+        if len(content) > MAX_BODY_BYTES:
+            raise UserError(f"{option} {value}: larger than {MAX_BODY_BYTES // 2**20} MiB; a probe needs a small "
+                            "request")
+        return content
     return value.encode("utf-8")
 
 
