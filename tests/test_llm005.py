@@ -173,6 +173,10 @@ def run(prompt_name: str, completion: float, messages):
     logger.info("static prompt: %s", prompt)
     logger.info("running %d prompts, max_completion=%s", num_prompts, max_completion)
     logger.info("template: %s", system_prompt_path)
+
+def read_input(prompt: str) -> str:
+    logger.info("waiting for input at %s", prompt)
+    return input(prompt)
 """)
 
 

@@ -34,6 +34,8 @@ from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
 NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "file", "sep", "end", "flush"})
 NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", "timedelta", "Decimal"})
+CONSOLE_PROMPTS = frozenset({"builtins.input", "getpass.getpass", "click.prompt", "typer.prompt",
+                             "rich.prompt.Prompt.ask"})
 UNKNOWN = object()  # a local bound to something we cannot read
 LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
 
@@ -69,7 +71,7 @@ class UnsampledPayloadLogging(Rule):
         self.sdk = sdk_knowledge(self.catalog)
         self._frames: list[dict[str, Value]] = [{}]  # module, then one per enclosing def
         self._functions: list[cst.FunctionDef | None] = [None]
-        self._prompt_args: dict[int, dict[str, Source]] = {}  # def id -> names passed as prompts
+        self._prompt_args: dict[int, dict[str, Value]] = {}  # def id -> names passed as prompts
         self._blocks: list[bool] = [False]  # per block: runs under a sampling guard
         self._guarded_bodies: set[int] = set()
         self._empty_bodies: dict[int, set[str]] = {}  # body id -> names the `if` found empty
@@ -101,18 +103,23 @@ class UnsampledPayloadLogging(Rule):
         for name in names:
             frame[name] = UNKNOWN if value is None else value  # unknown: a payload-like name may still count
 
-    def _prompts_of(self, function: cst.FunctionDef) -> dict[str, Source]:
-        """Names this function passes to a generation call as its prompt (`messages=msgs`), in any order."""
+    def _prompts_of(self, function: cst.FunctionDef) -> dict[str, Value]:
+        """Names this function passes to a generation call as its prompt (`messages=msgs`), in any order;
+        names it passes to `input()` are a terminal prompt (METADATA)."""
         found = self._prompt_args.get(id(function))
         if found is None:
             found = self._prompt_args[id(function)] = {}
             assigned: dict[str, list[cst.BaseExpression]] = {}
+            consoles: set[str] = set()
             pending: list[tuple[str, Source]] = []
             stack: list[cst.CSTNode] = [function.body]
             while stack:
                 node = stack.pop()
                 if isinstance(node, cst.Call):
-                    method = generation_method(self.sdk, self.context.callee_name(node), node)
+                    callee = self.context.callee_name(node)
+                    if callee in CONSOLE_PROMPTS and node.args and isinstance(node.args[0].value, cst.Name):
+                        consoles.add(node.args[0].value.value)  # `input(prompt)`: a terminal prompt like "> "
+                    method = generation_method(self.sdk, callee, node)
                     if method is not None:
                         for keyword, value in payload_arguments(node, method, self.sinks):
                             what = Source(f"the prompt passed as `{keyword}=` to `{shown_call(node)}()`")
@@ -127,6 +134,8 @@ class UnsampledPayloadLogging(Rule):
                 if name not in found:
                     found[name] = what
                     pending += [(part, what) for value in assigned.get(name, ()) for part in self._prompt_parts(value)]
+            for name in consoles - found.keys():
+                found[name] = METADATA
         return found
 
     def _prompt_parts(self, value: cst.BaseExpression) -> list[str]:
