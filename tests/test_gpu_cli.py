@@ -83,6 +83,14 @@ def test_model_check_tp2_fails_exit_1(fake_gpu):
     # 81559 MiB = 79.65 GiB; free = 79.65 − 0.5 − 70 = 9.15 GiB; 0.9 × 79.65 = 71.68 GiB
     assert "Free memory on device (9.15/79.65 GiB) on startup is less than desired GPU memory utilization " \
            "(0.9, 71.68 GiB)" in r.stdout
+    # the exit code is explained in the text, not left to the reader
+    assert "not enough GPUs: tp=2 needs 2 devices where vLLM starts with room for one request; 1 of the 2 here " \
+           "qualify" in r.stdout
+
+
+def test_model_check_tp1_with_a_usable_gpu_has_no_shortage_line(fake_gpu):
+    r = fake_gpu(TWO_GPUS, "--model", "llama-3.1-8b")
+    assert r.returncode == 0 and "not enough GPUs" not in r.stdout
 
 
 @pytest.mark.parametrize("code, needle", [

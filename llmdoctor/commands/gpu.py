@@ -68,8 +68,13 @@ def gpu(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         _render_text(snapshot, placements, budget, utilization, sys.stdout)
-    if placements is not None and sum(1 for p in placements if p.starts and p.max_concurrency >= 1) < tp:
+    if placements is not None and _usable(placements) < tp:
         raise typer.Exit(1)
+
+
+def _usable(placements) -> int:
+    """Devices where vLLM starts with room for one request of --seq tokens."""
+    return sum(1 for p in placements if p.starts and p.max_concurrency >= 1)
 
 
 def _budget(model, config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens):
@@ -137,3 +142,7 @@ def _render_text(snapshot, placements, budget, utilization, out) -> None:
             console.print(f"  {p.device}: {verdict}, KV memory {format_size(p.kv_memory)}: "
                           f"GPU KV cache size: {p.kv_cache_tokens:,} tokens; Maximum concurrency for "
                           f"{budget.seq:,} tokens per request: {p.max_concurrency:.2f}x")
+    usable, tp = _usable(placements), budget.shape.tp
+    if usable < tp:
+        console.print(f"[bold red]not enough GPUs[/]: tp={tp} needs {tp} devices where vLLM starts with room for "
+                      f"one request; {usable} of the {len(placements)} here qualify")
