@@ -128,3 +128,16 @@ def test_format_typo_is_named(cli):
     r = cli("gpu", "--format", "yaml")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr == "llmdoctor: error: --format 'yaml': choose one of text, json\n"
+
+
+def test_model_check_defaults_to_the_models_context_length_as_vllm_does(fake_gpu):
+    # vLLM's --max-model-len defaults to max_position_embeddings (131,072 for Llama-3.1), and it refuses to start
+    # when one such request does not fit: "will it start" must be asked at that length unless --seq says otherwise
+    r = fake_gpu(TWO_GPUS, "--model", "llama-3.1-8b", "--format", "json")
+    data = json.loads(r.stdout)["vllm"]
+    assert data["seq"] == 131_072
+    explicit = json.loads(fake_gpu(TWO_GPUS, "--model", "llama-3.1-8b", "--seq", "131072", "--format", "json")
+                          .stdout)["vllm"]
+    assert data["placements"] == explicit["placements"]
+    text = fake_gpu(TWO_GPUS, "--model", "llama-3.1-8b")
+    assert "--max-model-len 131,072" in text.stdout

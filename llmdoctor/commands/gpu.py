@@ -13,7 +13,8 @@ def gpu(
     model: str = typer.Option(None, "--model", "-m", help="A built-in model: will vLLM start here, and with "
                               "how much KV cache?"),
     config: str = typer.Option(None, "--config", "-c", help="Or a Hugging Face config.json (or its folder)."),
-    seq: int = typer.Option(4096, "--seq", min=1, help="vLLM --max-model-len for the concurrency figure."),
+    seq: int = typer.Option(None, "--seq", min=1, help="vLLM --max-model-len (default: as vLLM, the model's "
+                            "max_position_embeddings, else 4096)."),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel GPUs (weights and KV heads split)."),
     utilization: float = typer.Option(0.9, "--utilization", help="vLLM --gpu-memory-utilization (0 < U ≤ 1)."),
     dtype: str = typer.Option("auto", "--dtype", help="Weights dtype: auto (config), fp32, fp16, bf16, fp8."),
@@ -41,6 +42,8 @@ def gpu(
         raise UserError(f"--utilization must be in (0, 1], got {utilization}")
     budget = _budget(model, config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens) \
         if (model or config) else None
+    if budget is not None:
+        seq = budget.seq
     from llmdoctor.sizes import parse_size
 
     extra = parse_size(overhead, "--overhead")
@@ -84,6 +87,8 @@ def _budget(model, config, seq, tp, dtype, kv_dtype, block_size, max_batched_tok
     arch, _source, raw = resolve_model(model, config)
     weights_dtype, cache_dtype = resolve_dtypes(arch, raw, dtype, kv_dtype)
     shape = make_shape(arch, cache_dtype, tp)
+    if seq is None:  # vLLM's default --max-model-len: the model's own context length
+        seq = arch.max_position or 4096
     return Budget(arch, shape, weights_dtype, cache_dtype, 1, seq, block_size, arch.windows, max_batched_tokens)
 
 
