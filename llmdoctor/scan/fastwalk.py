@@ -21,49 +21,15 @@ tests/test_scan_parallel_walk.py checks the event sequence equals libcst's on ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 
 import libcst as cst
 
 TRIVIA_MODULES = ("libcst._nodes.whitespace", "libcst._nodes.op")
 
-_fields: dict[type, tuple[str, ...]] = {}
-_orders: dict[tuple, tuple[str, ...] | None] = {}
-
-
-def _field_names(cls: type) -> tuple[str, ...]:
-    names = _fields.get(cls)
-    if names is None:
-        names = _fields[cls] = tuple(cls.__dataclass_fields__)
-    return names
-
-
-def _learn(node: cst.CSTNode, present: tuple[str, ...]) -> tuple[str, ...] | None:
-    """Field order libcst visits these fields in, or None when children are not field-contiguous."""
-    children = list(node.children)
-    owner: dict[int, str] = {}
-    for name in present:
-        value = getattr(node, name)
-        for child in (value if isinstance(value, (list, tuple)) else (value,)):
-            owner[id(child)] = name
-    order: list[str] = []
-    for child in children:
-        name = owner.get(id(child))
-        if name is None:
-            return None
-        if not order or order[-1] != name:
-            if name in order:
-                return None  # a field's children interleaved with another field's
-            order.append(name)
-    laid_out: list[cst.CSTNode] = []
-    for name in order:
-        value = getattr(node, name)
-        laid_out.extend(value if isinstance(value, (list, tuple)) else (value,))
-    if set(order) != set(present) or [id(c) for c in laid_out] != [id(c) for c in children]:
-        return None
-    return tuple(order)
-
-
+_getters: dict[type, tuple[tuple[str, ...], Callable]] = {}
+_orders: dict[tuple, tuple[int, ...] | None] = {}
 _node_types: dict[type, bool] = {}
 
 
@@ -75,27 +41,75 @@ def _is_node_type(kind: type) -> bool:
     return found
 
 
-def children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+def _fields_of(cls: type) -> tuple[tuple[str, ...], Callable]:
+    """The dataclass field names of `cls` and one C-level getter returning all their values as a tuple."""
+    names = tuple(cls.__dataclass_fields__)
+    if len(names) > 1:
+        getter = attrgetter(*names)
+    elif names:
+        only = attrgetter(names[0])
+        getter = lambda node: (only(node),)  # noqa: E731
+    else:
+        getter = lambda node: ()  # noqa: E731
+    _getters[cls] = (names, getter)
+    return names, getter
+
+
+def _learn(node: cst.CSTNode, values: tuple, present: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Field order (indices) libcst visits these fields in, or None when children are not field-contiguous."""
+    children = list(node.children)
+    owner: dict[int, int] = {}
+    for index in present:
+        value = values[index]
+        for child in (value if isinstance(value, (list, tuple)) else (value,)):
+            owner[id(child)] = index
+    order: list[int] = []
+    for child in children:
+        index = owner.get(id(child))
+        if index is None:
+            return None
+        if not order or order[-1] != index:
+            if index in order:
+                return None  # a field's children interleaved with another field's
+            order.append(index)
+    laid_out: list[cst.CSTNode] = []
+    for index in order:
+        value = values[index]
+        laid_out.extend(value if isinstance(value, (list, tuple)) else (value,))
+    if set(order) != set(present) or [id(c) for c in laid_out] != [id(c) for c in children]:
+        return None
+    return tuple(order)
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode] | Sequence[cst.CSTNode]:
     """`node.children` (same nodes, same order) without rebuilding `node`."""
+    cls = type(node)
+    entry = _getters.get(cls)
+    names, getter = entry if entry is not None else _fields_of(cls)
+    values = getter(node)
+    node_types = _node_types
     present = []
-    for name in _field_names(type(node)):
-        value = getattr(node, name)
+    for index, value in enumerate(values):
         kind = type(value)
         if kind is list or kind is tuple:
-            if value and _is_node_type(type(value[0])):
-                present.append(name)
-        elif _is_node_type(kind):
-            present.append(name)
-    key = (type(node), tuple(present))
+            if not value:
+                continue
+            kind = type(value[0])
+        is_node = node_types.get(kind)
+        if is_node is None:
+            is_node = _is_node_type(kind)
+        if is_node:
+            present.append(index)
+    key = (cls, *present)
     try:
         order = _orders[key]
     except KeyError:
-        order = _orders[key] = _learn(node, key[1])
+        order = _orders[key] = _learn(node, values, tuple(present))
     if order is None:
         return node.children
     out: list[cst.CSTNode] = []
-    for name in order:
-        value = getattr(node, name)
+    for index in order:
+        value = values[index]
         if type(value) in (list, tuple):
             out.extend(value)
         else:
@@ -141,5 +155,10 @@ def walk(root: cst.CSTNode, on_visit: Callable[[cst.CSTNode], object],
             stack.append((node, True))
         kids = children(node)
         for child in reversed(kids if isinstance(kids, list) else list(kids)):
-            if not (prune and _is_trivia(type(child))):
-                stack.append((child, False))
+            if prune:
+                trivia = _trivia.get(type(child))
+                if trivia is None:
+                    trivia = _is_trivia(type(child))
+                if trivia:
+                    continue
+            stack.append((child, False))
