@@ -259,3 +259,80 @@ def sdk_knowledge(catalog) -> SdkKnowledge:
     if found is None:
         found = catalog.memo["sdk-knowledge"] = build(catalog.knowledge)
     return found
+
+
+LIBRARY_KEYS = {"library", "imports", "module_functions", "function_cost", "shared_client", "timeout", "clients"}
+
+
+@dataclass(frozen=True)
+class HttpLibrary:
+    """An HTTP library of `sdk-http.yaml` (`libraries:`): its module-level request functions."""
+
+    name: str
+    function_cost: str | None = None
+    shared_client: str | None = None  # what to build once instead (`requests.Session`)
+    timeout: tuple[tuple[str, Any], ...] = ()
+
+    def timeout_get(self, key: str, default: Any = None) -> Any:
+        return dict(self.timeout).get(key, default)
+
+
+@dataclass
+class ClientKnowledge:
+    """Every client constructor (SDK and HTTP) and HTTP module function, for LLM003 and LLM006."""
+
+    receivers: dict[str, Receiver] = field(default_factory=dict)  # constructor or module name -> receiver
+    request_methods: dict[str, frozenset[str]] = field(default_factory=dict)  # HTTP constructor -> methods
+    module_functions: dict[str, HttpLibrary] = field(default_factory=dict)  # `requests.get` -> library
+    sdk: SdkKnowledge = field(default_factory=SdkKnowledge)
+
+    def receiver_of(self, qualified: str | None) -> tuple[Receiver, str] | None:
+        """`openai.OpenAI.with_options` -> (the OpenAI receiver, "with_options"): the longest known prefix."""
+        if not qualified:
+            return None
+        parts = qualified.split(".")
+        for end in range(len(parts) - 1, 0, -1):
+            receiver = self.receivers.get(".".join(parts[:end]))
+            if receiver is not None:
+                return receiver, ".".join(parts[end:])
+        return None
+
+
+def build_clients(knowledge: dict[str, dict], sdk: SdkKnowledge) -> ClientKnowledge:
+    result = ClientKnowledge(receivers=dict(sdk.receivers), sdk=sdk)
+    for stem, doc in sorted(knowledge.items()):
+        if not isinstance(doc, dict) or "libraries" not in doc:
+            continue
+        libraries = doc["libraries"]
+        if not isinstance(libraries, list):
+            raise UserError(f"rules file {stem}.yaml: key 'libraries': must be a list")
+        for index, entry in enumerate(libraries):
+            where = f"rules file {stem}.yaml: key 'libraries[{index}]"
+            if not isinstance(entry, dict) or not entry.get("library"):
+                raise UserError(f"{where}.library': each library needs a name")
+            unknown = set(entry) - LIBRARY_KEYS
+            if unknown:
+                raise UserError(f"{where}.{min(unknown)}': unknown key (allowed: {', '.join(sorted(LIBRARY_KEYS))})")
+            library = HttpLibrary(
+                name=entry["library"], function_cost=entry.get("function_cost"),
+                shared_client=entry.get("shared_client"),
+                timeout=tuple(sorted((entry.get("timeout") or {}).items())),
+            )
+            for name in entry.get("module_functions") or ():
+                result.module_functions.setdefault(name, library)
+            validate(stem, {"clients": [{k: v for k, v in c.items() if k != "request_methods"} | {"methods": []}
+                                        for c in entry.get("clients") or []]})
+            for client in entry.get("clients") or []:
+                methods = frozenset(client.get("request_methods") or ())
+                for constructor in client["constructors"]:
+                    result.receivers.setdefault(constructor, _receiver(stem, constructor, client, is_module=False))
+                    result.request_methods.setdefault(constructor, methods)
+    return result
+
+
+def client_knowledge(catalog) -> ClientKnowledge:
+    """The client/pool index for this catalog, built once (memoized on the catalog like `sdk_knowledge`)."""
+    found = catalog.memo.get("client-knowledge")
+    if found is None:
+        found = catalog.memo["client-knowledge"] = build_clients(catalog.knowledge, sdk_knowledge(catalog))
+    return found

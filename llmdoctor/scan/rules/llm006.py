@@ -1,0 +1,132 @@
+"""LLM006: an HTTP call that can wait forever (knowledge: the `timeout:` entries of rules/sdk-http.yaml and
+rules/sdk-*.yaml; see docs/sdk-knowledge.md).
+
+Reported: a call of a library whose timeout entry says `missing_is_finding` (requests: module functions and
+`Session` request methods) without the timeout keyword; a literal `timeout=None` where `none_disables`
+(constructors unless `constructor: false` / `constructor_none_disables: false`; calls when `per_call`).
+Not reported: a timeout passed as any expression or possibly through `*args`/`**kwargs`; requests `Session`
+calls in a module that defines its own `HTTPAdapter` subclass or patches `session.request` (a default
+timeout is the usual reason); test modules.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rules.llm003 import is_test_module, lifetime
+from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
+from llmdoctor.scan.semantic import dotted_name
+
+MISSING_FIX = ("pass `timeout=(connect, read)`, e.g. `timeout=(3.05, 30)`: a connect bound plus a read bound "
+               "between bytes, so a long streamed answer still completes")
+NONE_FIX = ("pass a finite timeout: a short connect bound and a read bound long enough for the slowest "
+            "expected response (httpx-based clients: `httpx.Timeout(120, connect=5)`)")
+
+
+class HttpCallWithoutTimeout(Rule):
+    code = "LLM006"
+
+    @classmethod
+    def any_literals(cls, spec, catalog) -> frozenset[str]:
+        return frozenset(name.split(".", 1)[0] for name in cls.prefilter_names(spec, catalog))
+
+    @classmethod
+    def prefilter_names(cls, spec, catalog) -> list[str]:
+        knowledge = client_knowledge(catalog)
+        receivers = [name for name, r in knowledge.receivers.items() if r.timeout]
+        return [*receivers, *knowledge.module_functions]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._knowledge: ClientKnowledge = client_knowledge(self.catalog)
+        self._skip_module = False
+        self._adapter_defaults = False  # the module may give its requests sessions a default timeout
+        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool]] = []
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._skip_module = is_test_module(node, lifetime(self.catalog).test_modules)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for base in node.bases:  # class TimeoutHTTPAdapter(HTTPAdapter): sends with a default timeout
+            if (dotted_name(base.value) or "").rsplit(".", 1)[-1] == "HTTPAdapter":
+                self._adapter_defaults = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:  # session.request = functools.partial(session.request, timeout=10)
+            if isinstance(target.target, cst.Attribute) and target.target.attr.value == "request":
+                self._adapter_defaults = True
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for call, statement, message, fix, session_missing in self._pending:
+            if session_missing and self._adapter_defaults:
+                continue
+            self.report(call, message, fix=fix, statement=statement)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._skip_module:
+            return
+        callee = self.context.callee_name(node)
+        if callee is None:
+            return
+        knowledge = self._knowledge
+        shown = dotted_name(node.func) or callee
+        library = knowledge.module_functions.get(callee)
+        if library is not None:
+            self._check(node, shown, library.name, dict(library.timeout), missing_applies=True, session=False)
+            return
+        receiver = knowledge.receivers.get(callee)
+        if receiver is not None:
+            timeout = dict(receiver.timeout)
+            if (receiver.is_module or not timeout.get("constructor", True)
+                    or not timeout.get("constructor_none_disables", True)):
+                return
+            self._check(node, shown, callee, timeout, missing_applies=False, session=False)
+            return
+        found = knowledge.receiver_of(callee)
+        if found is None:
+            return
+        receiver, path = found
+        timeout = dict(receiver.timeout)
+        if not timeout.get("per_call"):
+            return
+        kwarg = timeout.get("per_call_kwarg", timeout.get("kwarg"))
+        methods = knowledge.request_methods.get(receiver.name)
+        if methods is not None:  # an HTTP client: only its request methods take a timeout
+            if path not in methods:
+                return
+        elif receiver.is_module and knowledge.sdk.lookup(callee) is None:
+            return
+        self._check(node, shown, receiver.name, {**timeout, "kwarg": kwarg},
+                    missing_applies=methods is not None, session=True)
+
+    def _check(self, node: cst.Call, shown: str, owner: str, timeout: dict, *, missing_applies: bool,
+               session: bool) -> None:
+        kwarg = timeout.get("kwarg")
+        if not kwarg:
+            return
+        value = None
+        for arg in node.args:
+            if arg.star:
+                return  # the timeout may arrive through *args / **kwargs
+            if arg.keyword is not None and arg.keyword.value == kwarg:
+                value = arg.value
+        default = timeout.get("default") or "unknown"
+        if value is None:
+            if missing_applies and timeout.get("missing_is_finding"):
+                self._pending.append((
+                    node, self.context.statement,
+                    (f"`{shown}()` has no `{kwarg}=`: {owner.split('.')[0]} has no default timeout, so a "
+                     "stalled server holds this call (and the worker running it) forever"),
+                    MISSING_FIX, session,
+                ))
+            return
+        if not (isinstance(value, cst.Name) and value.value == "None") or not timeout.get("none_disables"):
+            return
+        if default.startswith("none"):
+            message = (f"`{kwarg}=None` on `{shown}()` means no timeout at all ({owner} has none by default "
+                       "either): a stalled server holds this call forever")
+        else:
+            message = (f"`{kwarg}=None` on `{shown}()` turns off {owner}'s default timeout ({default}): a stalled "
+                       "server holds this call forever")
+        self._pending.append((node, self.context.statement, message, NONE_FIX, False))
