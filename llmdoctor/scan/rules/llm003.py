@@ -356,7 +356,8 @@ class ClientPerCall(Rule):
             constructor = True
             if callee not in self._knowledge.request_methods and any(
                     arg.keyword is not None and arg.keyword.value in self._lifetime.pool_kwargs
-                    and not (isinstance(arg.value, cst.Name) and arg.value.value == "None") for arg in node.args):
+                    and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+                    and not self._builds_pool(arg.value) for arg in node.args):
                 return  # OpenAI(http_client=shared): the SDK client wraps a pool built elsewhere
         self._open.append(id(node))
         if len(self._open) > 1:
@@ -368,6 +369,20 @@ class ClientPerCall(Rule):
                 s.is_async for s in self.context.scopes if s.is_function))
             executing.candidates.append(_Candidate(node, self.context.statement, callee, constructor, http,
                                                    repeated, tuple(self._loops)))
+
+    def _builds_pool(self, expr: cst.CSTNode) -> bool:
+        """`expr` contains a call of a pooled constructor (`http_client=httpx.Client()` is a fresh pool)."""
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call):
+                receiver = self._knowledge.receivers.get(self.context.callee_name(node) or "")
+                if receiver is not None and receiver.pooled and not receiver.is_module:
+                    return True
+            if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+                continue
+            stack.extend(node.children)
+        return False
 
     def leave_Call(self, node: cst.Call) -> None:
         if self._open and self._open[-1] == id(node):

@@ -1,0 +1,413 @@
+"""LLM003 (client or connection pool built per call): hits, every exemption, and each false positive found on
+real code (openai/anthropic examples and tests, the litellm package, the SDK wheels, site-packages) as a
+near-miss. The fixtures under fixtures/python are compared with their `# hit:` markers by test_scan_fixtures."""
+
+from __future__ import annotations
+
+import copy
+import json
+import textwrap
+from pathlib import Path
+
+import yaml
+
+from llmdoctor.scan.catalog import load_catalog
+from llmdoctor.scan.engine import analyze_source
+from llmdoctor.scan.settings import ScanConfig
+
+CATALOG = load_catalog()
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def findings(source: str, catalog=CATALOG):
+    result = analyze_source("t.py", textwrap.dedent(source).encode(), catalog, ScanConfig())
+    assert result.errors == []
+    return [f for f in result.findings if f.rule == "LLM003"]
+
+
+def lines(source: str, catalog=CATALOG) -> list[int]:
+    return [f.line for f in findings(source, catalog)]
+
+
+# ---------------------------------------------------------------- what is reported
+
+
+def test_sdk_client_per_call_message_carries_cost_and_fixes():
+    [finding] = findings("""
+        from openai import OpenAI
+        def answer(q):
+            client = OpenAI()
+            return client.chat.completions.create(model="m", messages=[], stream=True)
+        """)
+    assert finding.line == 4
+    assert "`OpenAI()`" in finding.message and "`answer`" in finding.message
+    assert "43 ms" in finding.message
+    assert "module level" in finding.fix and "with_options(api_key=...)" in finding.fix
+    assert finding.extra["call"] == "openai.OpenAI"
+
+
+def test_module_request_functions_in_a_server_module_carry_the_measured_cost():
+    found = findings("""
+        import httpx
+        import requests
+        import httpx2
+        from flask import Flask
+        app = Flask(__name__)
+        @app.get("/a")
+        def a():
+            return requests.post("http://x", json={}, timeout=5).json()
+        def b():
+            return httpx.get("http://x").text
+        def c():
+            return httpx2.stream("GET", "http://x")
+        """)
+    assert [f.line for f in found] == [9, 11, 13]
+    assert "3.4 ms vs Session.get 1.1 ms" in found[0].message and "requests.Session()" in found[0].fix
+    assert "34 ms vs 1.7 ms" in found[1].message
+
+
+def test_async_with_client_inside_a_handler_is_per_call():
+    assert lines("""
+        import httpx
+        import aiohttp
+        async def proxy(url):
+            async with httpx.AsyncClient() as client:
+                return (await client.get(url)).json()
+        async def other(url):
+            async with aiohttp.ClientSession() as s, s.get(url) as r:
+                return await r.text()
+        """) == [5, 8]
+
+
+def test_loops_and_async_defs_show_repetition_for_http_helpers():
+    assert lines("""
+        import requests
+        import aiohttp
+        def crawl(urls):
+            out = []
+            for url in urls:
+                out.append(requests.get(url, timeout=5).text)
+            return out
+        async def fetch(url):
+            async with aiohttp.request("GET", url) as r:
+                return await r.text()
+        """) == [7, 10]
+
+
+def test_client_built_inside_a_lambda_and_used_there():
+    assert lines("""
+        from anthropic import Anthropic
+        ask = lambda q: Anthropic().messages.create(model="m", max_tokens=9, messages=[]).content
+        """) == [3]
+
+
+def test_nested_constructors_give_one_finding():
+    assert lines("""
+        import httpx
+        from openai import OpenAI
+        def answer(q):
+            client = OpenAI(http_client=httpx.Client(timeout=30) if q else None)
+            return client.models.list()
+        """) == [5]
+
+
+def test_in_house_client_from_a_user_table():
+    catalog = copy.deepcopy(CATALOG)
+    table = ROOT / "fixtures" / "python" / "sdk" / "inhouse" / "rules" / "sdk-mycorp.yaml"
+    catalog.knowledge["user:sdk-mycorp"] = yaml.safe_load(table.read_text())
+    catalog.memo.clear()
+    source = (ROOT / "fixtures" / "python" / "sdk" / "inhouse" / "app.py").read_text()
+    assert lines(source, catalog) == [34]
+    assert lines(source) == []
+
+
+# ---------------------------------------------------------------- the object escapes
+
+
+def test_escaping_objects_are_not_per_call():
+    assert lines("""
+        import httpx
+        import requests
+        from openai import OpenAI
+        from fastapi import FastAPI
+        app = FastAPI()
+        REGISTRY = []
+        _shared = None
+        class Agent:
+            def __init__(self, client):
+                self.client = client
+        def returned():
+            return OpenAI()
+        def returned_by_name():
+            client = OpenAI()
+            client.max_retries = 5
+            return client
+        def yielded():
+            with httpx.Client() as c:
+                yield c
+        def stored_on_app():
+            app.state.http = httpx.AsyncClient()
+        def stored_in_dict(cache, key):
+            cache[key] = requests.Session()
+        def global_binding():
+            global _shared
+            _shared = OpenAI()
+        def stored_by_method():
+            REGISTRY.append(OpenAI())
+        def wrapped():
+            client = OpenAI()
+            agent = Agent(client)
+            return agent
+        def derived_copy(key):
+            client = OpenAI()
+            return client.with_options(api_key=key)
+        def captured():
+            http = httpx.Client()
+            def get(url):
+                return http.get(url)
+            return get
+        def set_attribute(holder):
+            setattr(holder, "client", OpenAI())
+        """) == []
+
+
+def test_returning_only_the_response_does_not_make_the_client_escape():
+    assert lines("""
+        from openai import OpenAI
+        def summary(text):
+            client = OpenAI()
+            response = client.chat.completions.create(model="m", messages=[], stream=True)
+            return response.choices[0].message.content
+        """) == [4]
+
+
+# ---------------------------------------------------------------- the function runs once
+
+
+def test_functions_that_run_once():
+    assert lines("""
+        import functools
+        import contextlib
+        import httpx
+        from openai import OpenAI
+        from fastapi import FastAPI
+        app = FastAPI()
+        class Service:
+            def __init__(self):
+                client = OpenAI()
+                self.models = client.models.list()
+            async def __aenter__(self):
+                http = httpx.AsyncClient()
+                await http.get("http://warmup")
+                return self
+        def main():
+            client = OpenAI()
+            print(client.models.list())
+        @functools.lru_cache(maxsize=None)
+        def cached_models():
+            client = OpenAI()
+            return list(client.models.list())
+        @app.on_event("startup")
+        async def warm():
+            async with httpx.AsyncClient() as c:
+                await c.get("http://vllm:8000/health")
+        async def hook(app):
+            async with httpx.AsyncClient() as c:
+                await c.get("http://vllm:8000/health")
+        app2 = FastAPI(on_startup=[hook])
+        @contextlib.asynccontextmanager
+        async def lifespan(app):
+            async with httpx.AsyncClient() as c:
+                await c.get("http://vllm:8000/health")
+            yield
+        """) == []
+
+
+def test_functions_called_only_at_module_level_run_once():
+    # false positive found in openai examples/azure_ad.py and streaming.py, anthropic examples/vertex.py
+    source = """
+        import asyncio
+        from openai import OpenAI, AsyncOpenAI
+        def sync_main():
+            client = OpenAI()
+            print(client.models.list())
+        async def async_main():
+            client = AsyncOpenAI()
+            print(await client.models.list())
+        def helper():
+            return OpenAI().models.list()
+        def run():
+            helper()
+        sync_main()
+        asyncio.run(async_main())
+        if __name__ == "__main__":
+            run()
+        """
+    assert lines(source) == []
+
+
+def test_a_function_also_called_per_request_is_still_reported():
+    assert lines("""
+        from openai import OpenAI
+        def build_reply(q):
+            client = OpenAI()
+            return client.models.list()
+        def handler(q):
+            return build_reply(q)
+        build_reply("warmup")
+        """) == [4]
+
+
+def test_helper_called_from_a_test_function_runs_once():
+    # false positive found in openai tests/test_large_payload_contract.py (no pytest import there)
+    assert lines("""
+        from openai import OpenAI
+        def check_large_responses():
+            with OpenAI(api_key="k") as client:
+                client.models.list()
+        def test_large():
+            check_large_responses()
+        """) == []
+
+
+def test_credential_fetchers_are_not_per_request():
+    # false positives found in litellm: sap/credentials.py _request_token, cyberark _authenticate,
+    # hashicorp _auth_via_..., databricks get_oauth_m2m_token, billing _fetch_token, hiddenlayer _get_jwt
+    assert lines("""
+        import httpx
+        from fastapi import FastAPI
+        app = FastAPI()
+        def _request_token(url):
+            with httpx.Client() as client:
+                return client.post(url).json()["access_token"]
+        async def _authenticate(url):
+            return httpx.post(url).json()
+        def get_jwt(url):
+            return httpx.post(url).text
+        """) == []
+
+
+# ---------------------------------------------------------------- HTTP helpers without evidence of repetition
+
+
+def test_one_off_http_helper_is_not_reported():
+    # false positive found in site-packages tiktoken/load.py read_file (a download, cached on disk) and in
+    # litellm's proxy client SDK methods (one request per method call)
+    assert lines("""
+        import requests
+        import httpx
+        def read_file(blobpath):
+            resp = requests.get(blobpath)
+            return resp.content
+        def list_keys(base):
+            session = requests.Session()
+            return session.send(requests.Request("GET", base).prepare(), timeout=10).json()
+        def version(url):
+            with httpx.Client() as c:
+                return c.get(url).text
+        """) == []
+
+
+def test_polling_loops_are_not_repetition():
+    # false positive found in litellm proxy/client/cli/commands/auth.py and autoroute/process.py
+    assert lines("""
+        import time
+        import requests
+        def poll(url, deadline):
+            while time.monotonic() < deadline:
+                if requests.get(url, timeout=2).status_code == 200:
+                    return
+                time.sleep(0.5)
+        """) == []
+
+
+def test_async_defs_in_command_line_modules_are_not_repetition():
+    # false positive found in together lib/cli/api/fine_tuning/download_tokenized_dataset.py
+    assert lines("""
+        import httpx
+        import click
+        async def _download_url(url, path):
+            async with httpx.AsyncClient(follow_redirects=True) as client:
+                return (await client.get(url)).content
+        """) == []
+
+
+def test_type_checking_imports_do_not_make_a_server_module():
+    # false positive found in litellm proxy/proxy_cli.py (run_health_check)
+    assert lines("""
+        from typing import TYPE_CHECKING
+        import httpx
+        if TYPE_CHECKING:
+            from fastapi import FastAPI
+        def run_health_check(host, port):
+            return httpx.get(f"http://{host}:{port}/health").json()
+        """) == []
+
+
+def test_sdk_client_around_a_shared_pool_is_not_reported():
+    # false positive found in litellm llms/azure/azure.py get_headers (http_client=litellm.client_session)
+    assert lines("""
+        import litellm
+        from openai import AzureOpenAI
+        def get_headers(api_key, api_base):
+            client = AzureOpenAI(api_key=api_key, azure_endpoint=api_base, http_client=litellm.client_session)
+            return client.models.with_raw_response.list().headers
+        """) == []
+
+
+def test_urllib3_request_uses_a_shared_pool():
+    assert lines("""
+        import urllib3
+        from fastapi import FastAPI
+        def fetch(url):
+            return urllib3.request("GET", url, timeout=5).data
+        """) == []
+
+
+def test_test_modules_are_not_checked():
+    assert lines("""
+        import pytest
+        import httpx
+        from openai import OpenAI
+        def make_client():
+            client = OpenAI(api_key="test")
+            client.models.list()
+        async def helper(url):
+            async with httpx.AsyncClient() as c:
+                return await c.get(url)
+        """) == []
+
+
+def test_module_level_and_class_bodies_are_not_per_call():
+    assert lines("""
+        import httpx
+        import requests
+        from openai import OpenAI
+        client = OpenAI()
+        models = requests.get("http://x", timeout=3).json()
+        class Holder:
+            http = httpx.Client()
+        def f(session=requests.Session()):
+            return session
+        """) == []
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_scan_json_end_to_end(cli):
+    fixture = ROOT / "fixtures" / "python" / "sdk" / "http_clients.py"
+    result = cli("scan", "--select", "LLM003", "--format", "json", str(fixture))
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert {f["rule"] for f in data["findings"]} == {"LLM003"}
+    assert sorted(f["line"] for f in data["findings"]) == [18, 22, 39, 47, 65, 72, 78]
+    assert "Traceback" not in result.stderr
+
+
+def test_explain_states_cost_and_limits(cli):
+    result = cli("explain", "LLM003")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "40-48 ms" in text and "43 ms" in text and "urllib3.request()" in text
+    assert "test framework" in text
