@@ -16,7 +16,9 @@ Not a test: it prints figures. For every corpus:
 
 with files/s and MB/s for the cold run, the pre-filter skip rate (files never parsed, from the scan's
 JSON summary), the peak RSS of the largest llmdoctor process, every time as a ratio to ruff's, and a check
-that cold, cold with 1 job and warm give identical findings. Times are the best of --repeat runs
+that cold, cold with 1 job and warm give identical findings. Each time is shown as wall-clock and as CPU
+seconds (user + system of the whole process tree, workers included): on a shared machine the CPU figure
+is the stable one. Times are the best of --repeat runs
 (peers above --peers-max-files files run once, Fixit is skipped there: it takes minutes).
 
 The synthetic corpus (bench/corpus_gen.py, deterministic) is generated into bench/corpus/ (gitignored).
@@ -51,7 +53,8 @@ import resource, subprocess, sys, time
 start = time.perf_counter()
 code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 elapsed = time.perf_counter() - start
-print(elapsed, code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(elapsed, code, usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
 """
 
 
@@ -60,6 +63,7 @@ class Timing:
     seconds: float
     code: int
     peak_kib: int
+    cpu: float  # user + system seconds of the whole process tree
 
 
 @dataclass
@@ -68,6 +72,7 @@ class CorpusResult:
     files: int
     bytes: int
     times: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds (user + system) of the same runs
     peak_mib: float = 0.0
     prefiltered: int = 0
     parsed: int = 0
@@ -80,8 +85,8 @@ def measure(command: list[str], cwd: Path | None = None, env: dict | None = None
     """Wall time, exit code and peak RSS (largest process of the tree, KiB) of one command."""
     out = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True, text=True,
                          cwd=cwd, env=env, check=True)
-    seconds, code, peak = out.stdout.split()
-    return Timing(float(seconds), int(code), int(peak))
+    seconds, code, peak, cpu = out.stdout.split()
+    return Timing(float(seconds), int(code), int(peak), float(cpu))
 
 
 def best(command: list[str], repeat: int, **kwargs) -> Timing:
@@ -117,6 +122,12 @@ def findings_key(report: dict) -> list:
         [json.dumps(e, sort_keys=True) for e in report["errors"]]
 
 
+def record(result: "CorpusResult", label: str, timing: Timing) -> Timing:
+    result.times[label] = timing.seconds
+    result.cpu[label] = timing.cpu
+    return timing
+
+
 def bench_corpus(name: str, target: Path, args, llmdoctor: list[str], env: dict) -> CorpusResult:
     files = python_files(target)
     result = CorpusResult(name=name, files=len(files), bytes=sum(f.stat().st_size for f in files))
@@ -124,16 +135,13 @@ def bench_corpus(name: str, target: Path, args, llmdoctor: list[str], env: dict)
     scan = [*llmdoctor, "scan", "--isolated", "--no-gitignore", "--format", "json", "--exit-zero", str(target)]
     repeat = args.repeat if result.files <= args.peers_max_files else 1
 
-    cold = best([*scan, "--no-cache", *jobs], repeat, env=env)
-    result.times["llmdoctor cold"] = cold.seconds
+    cold = record(result, "llmdoctor cold", best([*scan, "--no-cache", *jobs], repeat, env=env))
     result.peak_mib = cold.peak_kib / 1024
     if not args.skip_serial:
-        result.times["llmdoctor cold, 1 job"] = best([*scan, "--no-cache", "--jobs", "1"], repeat, env=env).seconds
+        record(result, "llmdoctor cold, 1 job", best([*scan, "--no-cache", "--jobs", "1"], repeat, env=env))
     with tempfile.TemporaryDirectory() as cache:
-        first = measure([*scan, "--cache-dir", cache, *jobs], env=env)
-        result.times["llmdoctor first (writes cache)"] = first.seconds
-        warm = best([*scan, "--cache-dir", cache, *jobs], max(repeat, 3), env=env)
-        result.times["llmdoctor warm"] = warm.seconds
+        first = record(result, "llmdoctor first (writes cache)", measure([*scan, "--cache-dir", cache, *jobs], env=env))
+        record(result, "llmdoctor warm", best([*scan, "--cache-dir", cache, *jobs], max(repeat, 3), env=env))
         result.peak_mib = max(result.peak_mib, first.peak_kib / 1024)
         reference = scan_json(llmdoctor, target, ["--no-cache", *jobs], env)
         cached = scan_json(llmdoctor, target, ["--cache-dir", cache, *jobs], env)
@@ -148,20 +156,20 @@ def bench_corpus(name: str, target: Path, args, llmdoctor: list[str], env: dict)
 
     ruff = tool("ruff", args.tools_bin)
     if ruff:
-        result.times["ruff"] = best([ruff, "check", "--select", "ASYNC,LOG,G,S113", "--no-cache",
-                                     "--no-respect-gitignore", "--exit-zero", "-q", str(target)], repeat).seconds
+        record(result, "ruff", best([ruff, "check", "--select", "ASYNC,LOG,G,S113", "--no-cache",
+                                     "--no-respect-gitignore", "--exit-zero", "-q", str(target)], repeat))
     else:
         result.notes.append("ruff not installed")
     fixit = tool("fixit", args.tools_bin)
     if fixit and result.files <= args.peers_max_files:
-        result.times["fixit"] = measure([fixit, "lint", str(target)]).seconds
+        record(result, "fixit", measure([fixit, "lint", str(target)]))
     elif fixit:
         result.notes.append(f"fixit skipped above {args.peers_max_files} files (--peers-max-files)")
     else:
         result.notes.append("fixit not installed")
     flake8_async = tool("flake8-async", args.tools_bin)
     if flake8_async and result.files <= args.peers_max_files:
-        result.times["flake8-async"] = measure([flake8_async, *map(str, files)]).seconds
+        record(result, "flake8-async", measure([flake8_async, *map(str, files)]))
     elif flake8_async:
         result.notes.append(f"flake8-async skipped above {args.peers_max_files} files")
     return result
@@ -171,10 +179,14 @@ def print_result(result: CorpusResult) -> None:
     mb = result.bytes / 1e6
     cold = result.times["llmdoctor cold"]
     ruff = result.times.get("ruff")
+    ruff_cpu = result.cpu.get("ruff")
     print(f"\n== {result.name}: {result.files} files, {mb:.2f} MB")
+    print(f"  {'':<32} {'wall':>11} {'':>13} {'CPU (user+sys)':>16}")
     for label, seconds in result.times.items():
         ratio = f"{seconds / ruff:8.1f}x ruff" if ruff else ""
-        print(f"  {label:<32} {seconds:9.3f} s {ratio}")
+        cpu = result.cpu.get(label, 0.0)
+        cpu_ratio = f"{cpu / ruff_cpu:8.1f}x ruff" if ruff_cpu else ""
+        print(f"  {label:<32} {seconds:9.3f} s {ratio}  {cpu:9.3f} s {cpu_ratio}")
     print(f"  cold throughput                  {result.files / cold:9.1f} files/s  {mb / cold:.2f} MB/s")
     skipped = result.prefiltered / result.files if result.files else 0
     print(f"  pre-filter skipped               {result.prefiltered} of {result.files} files ({skipped:.0%}); "
@@ -186,8 +198,8 @@ def print_result(result: CorpusResult) -> None:
         print(f"  note: {note}")
 
 
-def slope(results: list[CorpusResult], key: str) -> tuple[float, float] | None:
-    points = [(r.files, r.times[key]) for r in results if key in r.times]
+def slope(results: list[CorpusResult], key: str, kind: str = "times") -> tuple[float, float] | None:
+    points = [(r.files, getattr(r, kind)[key]) for r in results if key in getattr(r, kind)]
     if len(points) < 2:
         return None
     n = len(points)
@@ -258,11 +270,12 @@ def main(argv: list[str] | None = None) -> int:
         print_result(result)
         print(f"  (benchmark of this corpus took {time.perf_counter() - started:.0f} s)")
         results.append(result)
-    fit = slope(results, "llmdoctor cold")
-    if fit and not args.dirs:
-        b, r2 = fit
-        print(f"\nscaling: cold time = {b * 1000:.2f} ms per file (least squares over {len(results)} sizes, "
-              f"R^2 = {r2:.4f})")
+    for kind, label in (("times", "wall"), ("cpu", "CPU")):
+        fit = slope(results, "llmdoctor cold", kind)
+        if fit and not args.dirs:
+            b, r2 = fit
+            print(f"scaling: cold {label} time = {b * 1000:.2f} ms per file (least squares over "
+                  f"{len(results)} sizes, R^2 = {r2:.4f})")
     if args.json:
         args.json.write_text(json.dumps([r.__dict__ for r in results], indent=2))
     return 0
