@@ -1,4 +1,7 @@
-"""Which files to scan: directories recursively (`*.py`, `*.pyi`), minus what should never be linted.
+"""Which files to read: directories recursively, minus what should never be linted or counted.
+
+The one directory walker of llmdoctor: `scan` takes `*.py`/`*.pyi` (the default `select`), `tokens` passes
+its own `select` (every file, or its `--glob`) so both commands skip exactly the same things.
 
 Skipped while walking: VCS and tool folders, virtualenvs (any folder with a `pyvenv.cfg`), `node_modules`,
 `__pycache__`, build output, `exclude` globs, and what `.gitignore` files ignore. Symlinked directories are
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -27,6 +31,10 @@ SKIP_DIRS = frozenset({
 })
 
 
+def is_python_source(relative_posix: str) -> bool:
+    return relative_posix.endswith(SOURCE_SUFFIXES)
+
+
 @dataclass
 class Discovery:
     files: list[str] = field(default_factory=list)  # absolute paths, sorted, unique
@@ -35,8 +43,11 @@ class Discovery:
 
 
 def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), force_exclude: bool = False,
-             respect_gitignore: bool = True, max_file_size: int | None = None) -> Discovery:
-    """Expand `paths` (files or directories) into the files to scan. `root`: where globs are relative to."""
+             respect_gitignore: bool = True, max_file_size: int | None = None,
+             select: Callable[[str], bool] = is_python_source) -> Discovery:
+    """Expand `paths` (files or directories) into the files to read. `root`: where `exclude` globs are
+    relative to. `select`: which files found in a directory to take, given their POSIX path relative to
+    the directory named in `paths` (files named in `paths` are always taken)."""
     found = Discovery()
     seen: set[str] = set()
     ignore = GitIgnore() if respect_gitignore else None
@@ -69,7 +80,7 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
         if os.path.isdir(absolute):
             if force_exclude and (excluded(absolute) or _ignored(ignore, absolute, is_dir=True)):
                 continue
-            for file in _walk(absolute, excluded, ignore, found):
+            for file in _walk(absolute, select, excluded, ignore, found):
                 add(file, file)
         elif os.path.exists(absolute) or os.path.islink(absolute):
             if force_exclude and (excluded(absolute) or _ignored(ignore, absolute, is_dir=False)):
@@ -88,8 +99,11 @@ def _ignored(ignore: GitIgnore | None, path: str, *, is_dir: bool) -> bool:
     return ignore is not None and ignore.ignored(path, is_dir=is_dir, ancestors=True)
 
 
-def _walk(top: str, excluded, ignore: GitIgnore | None, found: Discovery):
+def _walk(top: str, select: Callable[[str], bool], excluded: Callable[[str], bool], ignore: GitIgnore | None,
+          found: Discovery) -> Iterator[str]:
+    prefix = top if top.endswith(os.sep) else top + os.sep
     for current, dirs, files in os.walk(top, followlinks=False, onerror=None):
+        below = "" if current == top else current[len(prefix):].replace(os.sep, "/") + "/"
         kept = []
         for name in sorted(dirs):
             path = os.path.join(current, name)
@@ -102,7 +116,7 @@ def _walk(top: str, excluded, ignore: GitIgnore | None, found: Discovery):
             kept.append(name)
         dirs[:] = kept
         for name in sorted(files):
-            if not name.endswith(SOURCE_SUFFIXES):
+            if not select(below + name):
                 continue
             path = os.path.join(current, name)
             if excluded(path) or (ignore is not None and ignore.ignored(path, is_dir=False)):

@@ -9,54 +9,15 @@ last matching line wins, as in git. Outside a git work tree nothing is ignored.
 from __future__ import annotations
 
 import os
-import re
 from functools import lru_cache
 
-
-def _translate(pattern: str) -> re.Pattern:
-    out = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("/.*")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1:end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end
-        elif c == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
+from llmdoctor.scan.globs import PathGlob
 
 
 class _Rules:
     def __init__(self, base: str, lines: list[str]) -> None:
         self.base = base
-        self.rules: list[tuple[re.Pattern, bool, bool, bool]] = []  # regex, negated, dir_only, anchored
+        self.rules: list[tuple[PathGlob, bool, bool]] = []  # glob, negated, dir_only
         for raw in lines:
             line = raw.rstrip("\n")
             if not line.strip() or line.startswith("#"):
@@ -66,22 +27,17 @@ class _Rules:
             if negated:
                 line = line[1:]
             dir_only = line.endswith("/")
-            line = line.rstrip("/")
-            anchored = "/" in line
-            line = line.lstrip("/")
-            if not line:
-                continue
-            self.rules.append((_translate(line), negated, dir_only, anchored))
+            glob = PathGlob.parse(line.rstrip("/"))
+            if glob is not None:
+                self.rules.append((glob, negated, dir_only))
 
     def verdict(self, relative: str, is_dir: bool) -> bool | None:
         """True ignored, False re-included, None no opinion."""
         result = None
-        name = relative.rsplit("/", 1)[-1]
-        for regex, negated, dir_only, anchored in self.rules:
+        for glob, negated, dir_only in self.rules:
             if dir_only and not is_dir:
                 continue
-            target = relative if anchored else name
-            if regex.match(target):
+            if glob.matches(relative):
                 result = not negated
         return result
 
