@@ -2,8 +2,10 @@
 the SDK tables' `pooled: true` clients, rules/sdk-lifetime.yaml; see docs/sdk-knowledge.md).
 
 Two shapes, both only inside a function that runs per call:
-- a module-level request function (`requests.get`, `httpx.post`, `aiohttp.request`): a pool per request;
-- a pooled constructor (`httpx.Client()`, `OpenAI()`, `requests.Session()`) whose object does not escape.
+- a pooled SDK constructor (`OpenAI()`, `Anthropic()`, ...) whose object does not escape;
+- a module-level request function (`requests.get`, `httpx.post`, `aiohttp.request`) or an HTTP library client
+  (`httpx.Client()`, `requests.Session()`) that does not escape, where calls visibly repeat: a module importing
+  a server/worker framework, an `async def` outside command-line modules, or a loop that does not sleep.
 
 Escape is decided when the function is left, by value flow: a name bound to the object (or to something
 built from it) that is returned, yielded, stored on an attribute or subscript, bound to a global, passed to a
