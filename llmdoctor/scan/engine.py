@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from llmdoctor.report.model import Finding, InputError
 from llmdoctor.scan.catalog import Catalog
 from llmdoctor.scan.decoding import SourceError, decode_source
+from llmdoctor.scan.prefilter import code_text
 from llmdoctor.scan.settings import ScanConfig
 from llmdoctor.scan.suppressions import ALL, file_ignores, parse_suppressions
 
@@ -60,6 +61,10 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
             continue
         if cls.may_fire(spec, catalog, source):
             active.append((cls, spec))
+    if active:  # second stage: the same pre-filters on what the code spells out (no comments or strings)
+        code = code_text(source)
+        if code is not None:
+            active = [(cls, spec) for cls, spec in active if cls.may_fire(spec, catalog, code)]
     if not active:
         result.prefiltered = True
         return result

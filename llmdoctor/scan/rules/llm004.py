@@ -12,12 +12,15 @@ sync client against a mock transport inside async tests; others sleep or open fi
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.sdk_knowledge import Method, SdkKnowledge, sdk_knowledge
 
 GENERIC_TABLE = "blocking_calls"
+ASYNC_DEF = re.compile(r"\basync[\s\\]+def\b")  # blanks or a line continuation between the two
 TEST_FRAMEWORKS = "test_frameworks"  # imports that make a module test code (rules/llm004.yaml)
 
 
@@ -37,6 +40,11 @@ class BlockingCallInAsync(Rule):
     @classmethod
     def prefilter_names(cls, spec, catalog) -> list[str]:
         return [*super().prefilter_names(spec, catalog), *_sync_generating_calls(catalog)]
+
+    @classmethod
+    def may_fire(cls, spec, catalog, source: str) -> bool:
+        """Only calls executed by an `async def` are reported."""
+        return ASYNC_DEF.search(source) is not None and super().may_fire(spec, catalog, source)
 
     def visit_Module(self, node: cst.Module) -> None:
         self._test_module = _is_test_module(node, self.table(TEST_FRAMEWORKS))

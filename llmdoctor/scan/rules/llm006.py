@@ -11,8 +11,11 @@ timeout is the usual reason); test modules.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
+from llmdoctor.scan.prefilter import NameIndex
 from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.llm003 import is_test_module, lifetime
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
@@ -22,6 +25,21 @@ MISSING_FIX = ("pass `timeout=(connect, read)`, e.g. `timeout=(3.05, 30)`: a con
                "between bytes, so a long streamed answer still completes")
 NONE_FIX = ("pass a finite timeout: a short connect bound and a read bound long enough for the slowest "
             "expected response (httpx-based clients: `httpx.Timeout(120, connect=5)`)")
+
+
+def _gate(knowledge: ClientKnowledge) -> tuple[NameIndex | None, "re.Pattern | None"]:
+    """(the names whose call may be reported for a missing timeout, a regex for `<kwarg> = None`)."""
+    missing = [name for name, library in knowledge.module_functions.items()
+               if dict(library.timeout).get("missing_is_finding")]
+    missing += [name for name, receiver in knowledge.receivers.items()
+                if dict(receiver.timeout).get("missing_is_finding")]
+    timeouts = [dict(library.timeout) for library in knowledge.module_functions.values()]
+    timeouts += [dict(receiver.timeout) for receiver in knowledge.receivers.values()]
+    kwargs = sorted({t[key] for t in timeouts for key in ("kwarg", "per_call_kwarg")
+                     if t.get(key) and t.get("none_disables")})
+    gap = r"(?:[\s\\]|#[^\n]*)*"  # blanks, line continuations and comments inside a call's parentheses
+    none_literal = (re.compile(rf"\b(?:{'|'.join(map(re.escape, kwargs))}){gap}={gap}None\b") if kwargs else None)
+    return (NameIndex(missing) if missing else None), none_literal
 
 
 class HttpCallWithoutTimeout(Rule):
@@ -36,6 +54,20 @@ class HttpCallWithoutTimeout(Rule):
         knowledge = client_knowledge(catalog)
         receivers = [name for name, r in knowledge.receivers.items() if r.timeout]
         return [*receivers, *knowledge.module_functions]
+
+    @classmethod
+    def may_fire(cls, spec, catalog, source: str) -> bool:
+        """Besides the names: a finding is either a call that needs the timeout keyword and may lack it
+        (`missing_is_finding`: requests functions and Session methods) or a literal `<kwarg>=None`."""
+        if not super().may_fire(spec, catalog, source):
+            return False
+        gate = catalog.memo.get(("llm006-gate",))
+        if gate is None:
+            gate = catalog.memo[("llm006-gate",)] = _gate(client_knowledge(catalog))
+        missing, none_literal = gate
+        if missing is not None and missing.may_match(source):
+            return True
+        return none_literal is not None and none_literal.search(source) is not None
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
