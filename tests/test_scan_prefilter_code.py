@@ -88,3 +88,23 @@ def test_same_findings_with_and_without_every_prefilter(source: str, monkeypatch
     assert unfiltered.parsed or not source.strip() or unfiltered.errors
     assert [(f.rule, f.line, f.column, f.message) for f in filtered.findings] == \
         [(f.rule, f.line, f.column, f.message) for f in unfiltered.findings]
+
+
+def _reference_words(source: str) -> set[str]:
+    """Every str field of every node but string constants, through ast.walk (slow, obviously complete)."""
+    words: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant):
+            continue
+        for _, value in ast.iter_fields(node):
+            for item in (value if isinstance(value, list) else [value]):
+                if isinstance(item, str):
+                    words.update(item.split("."))
+    return words
+
+
+@pytest.mark.parametrize("path", SOURCES + sorted((REPO / "llmdoctor").rglob("*.py")), ids=str)
+def test_code_text_walk_reaches_every_identifier(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    words = set(prefilter.code_text(source).split())
+    assert _reference_words(source) <= words

@@ -127,6 +127,19 @@ def _is_trivia(cls: type) -> bool:
     return found
 
 
+def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`children(node)` without the whitespace, comment and operator nodes (their subtrees hold only more
+    of them): for subtree searches that look for expressions and statements."""
+    out = []
+    for child in children(node):
+        trivia = _trivia.get(type(child))
+        if trivia is None:
+            trivia = _is_trivia(type(child))
+        if not trivia:
+            out.append(child)
+    return out
+
+
 def trivia_names() -> frozenset[str]:
     return frozenset(name for name, value in vars(cst).items()
                      if isinstance(value, type) and value.__module__ in TRIVIA_MODULES)

@@ -85,19 +85,34 @@ import warnings
 _KEYWORDS = " ".join([*_keyword.kwlist, *getattr(_keyword, "softkwlist", [])])
 
 
-def _identifier_fields() -> dict[type, tuple[str, ...]]:
-    """Node type -> its fields of ASDL type `identifier` (read from the ast classes' signatures)."""
-    fields: dict[type, tuple[str, ...]] = {}
+_SCALAR_TYPES = frozenset({"identifier", "int", "string", "constant"})
+_SKIPPED_TYPES = frozenset({"expr_context", "boolop", "operator", "unaryop", "cmpop", "type_ignore"})
+
+
+def _grammar() -> tuple[dict[type, tuple[str, ...]], dict[type, tuple[str, ...]]]:
+    """Per ast node type: its fields of ASDL type `identifier`, and its fields that may hold nodes worth
+    entering (read from the classes' signatures, e.g. `FunctionDef(identifier name, arguments args, ...)`)."""
+    identifiers: dict[type, tuple[str, ...]] = {}
+    nodes: dict[type, tuple[str, ...]] = {}
     for value in vars(ast).values():
-        if isinstance(value, type) and issubclass(value, ast.AST) and value.__doc__ and value._fields:
-            found = tuple(dict.fromkeys(re.findall(r"identifier[*?]? (\w+)", value.__doc__)))
-            found = tuple(name for name in found if name in value._fields)
-            if found:
-                fields[value] = found
-    return fields
+        if not (isinstance(value, type) and issubclass(value, ast.AST) and value.__doc__ and value._fields):
+            continue
+        signature = re.match(r"\w+\((.*)\)\s*$", value.__doc__.strip().splitlines()[0])
+        if signature is None:
+            continue
+        for declared in signature.group(1).split(","):
+            kind, _, name = declared.strip().partition(" ")
+            kind = kind.rstrip("*?")
+            if name not in value._fields:
+                continue
+            if kind == "identifier":
+                identifiers[value] = (*identifiers.get(value, ()), name)
+            elif kind not in _SCALAR_TYPES and kind not in _SKIPPED_TYPES:
+                nodes[value] = (*nodes.get(value, ()), name)
+    return identifiers, nodes
 
 
-IDENTIFIER_FIELDS = _identifier_fields()
+IDENTIFIER_FIELDS, NODE_FIELDS = _grammar()
 
 
 def code_text(source: str) -> str | None:
@@ -112,10 +127,19 @@ def code_text(source: str) -> str | None:
     words: set[str] = set()
     fields_of = IDENTIFIER_FIELDS
     attribute, keyword_arg, constant = ast.Attribute, ast.keyword, ast.Constant
-    stack: list[ast.AST] = [tree]
+    node_fields = NODE_FIELDS
+    stack: list = [tree]
     while stack:
         node = stack.pop()
         kind = type(node)
+        if kind is constant or node is None:
+            continue  # a string's contents; `None` keys of `{**d}`
+        for name in node_fields.get(kind, ()):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend(value)
+            elif value is not None:
+                stack.append(value)
         fields = fields_of.get(kind)
         if fields is not None:
             for name in fields:
@@ -134,7 +158,6 @@ def code_text(source: str) -> str | None:
                     out.append(f"{node.arg}=None")
             elif kind is ast.AsyncFunctionDef:
                 out.append("async def")
-        stack.extend(ast.iter_child_nodes(node))
     out.extend(words)
     return " ".join(out)
 

@@ -12,7 +12,7 @@ import re
 
 import libcst as cst
 
-from llmdoctor.scan.fastwalk import children
+from llmdoctor.scan.fastwalk import code_children
 from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.payload import (
     LEVELS,
@@ -128,7 +128,7 @@ class UnsampledPayloadLogging(Rule):
                     for target in node.targets:
                         if isinstance(target.target, cst.Name):
                             assigned.setdefault(target.target.value, []).append(node.value)
-                stack.extend(children(node))
+                stack.extend(code_children(node))
             while pending:  # `msgs = history + [{"content": question}]; create(messages=msgs)`: question too
                 name, what = pending.pop()
                 if name not in found:
@@ -312,7 +312,7 @@ class UnsampledPayloadLogging(Rule):
             if sinks.modulo and isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) \
                     and not isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                 return True
-            stack.extend(children(node))
+            stack.extend(code_children(node))
         return False
 
     # ------------------------------------------------------------------ sinks
