@@ -58,6 +58,8 @@ def test_identifier_fields_cover_the_grammar() -> None:
     '"""Uses requests.get and time.sleep in async def handlers."""\nimport os\n\nasync def f():\n    return os.getpid()\n',
     "import time\n\ndef f():\n    time.sleep(1)  # blocking, but not in an async def\n",
     "import json\n\nasync def f(u):\n    return json.dumps(u)  # not requests.get(u)\n",
+    "import logging\nimport openai\n\nlogger = logging.getLogger(__name__)\n\ndef f(prompt):\n"
+    "    logger.debug(prompt)  # below INFO: never reported\n",
 ])
 def test_files_where_no_rule_can_fire_are_not_parsed(source: str) -> None:
     result = analyse(source)
@@ -68,6 +70,11 @@ def test_files_where_no_rule_can_fire_are_not_parsed(source: str) -> None:
     ("import requests\n\ndef f(u):\n    return requests.get(u)\n", "LLM006"),
     ("import httpx\n\ndef f(u):\n    return httpx.get(u, timeout = # none\n None)\n", "LLM006"),
     ("import time\n\nasync \\\n  def f():\n    time.sleep(1)\n", "LLM004"),
+    # a logger imported under a logger-like name, no `logging` word anywhere (the old pre-filter skipped it)
+    ("from app.log import logger\nfrom openai import OpenAI\n\nclient = OpenAI()\n\ndef answer(question):\n"
+     "    response = client.chat.completions.create(model='m', messages=[{'role': 'user', 'content': question}],"
+     " stream=False)\n    text = response.choices[0].message.content\n    logger.info(text)\n    return text\n",
+     "LLM005"),
 ])
 def test_files_where_a_rule_fires_are_parsed(source: str, rule: str) -> None:
     result = analyse(source)

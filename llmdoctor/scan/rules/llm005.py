@@ -13,6 +13,7 @@ import re
 import libcst as cst
 
 from llmdoctor.scan.fastwalk import code_children
+from llmdoctor.scan.prefilter import NameIndex
 from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.payload import (
     LEVELS,
@@ -49,21 +50,25 @@ class UnsampledPayloadLogging(Rule):
 
     @classmethod
     def may_fire(cls, spec, catalog, source: str) -> bool:
-        """A sink (logging, a logger name, print) and an LLM SDK name (import, client, generation chain)."""
+        """An LLM SDK name (import, client, generation chain) and a sink that `_sink_of` can accept at a level
+        `visit_Call` reports: `print` (with a server module imported), a logging function, or a logger method
+        (`info`, `log`...) on a logger (a factory or object name, or a logger-like name: `logger`, `*_logger`).
+        `import print` (a module named print, called) is not treated as a sink here."""
         key = ("llm005-prefilter",)
-        regexes = catalog.memo.get(key)
-        if regexes is None:
-            sinks = logging_knowledge(catalog)
-            words = {name.split(".", 1)[0] for name in (*sinks.functions, *sinks.logger_factories,
-                                                         *sinks.logger_objects)}
-            sink_regex = "|".join([*(rf"\b{re.escape(w)}\b" for w in sorted(words)),
-                                   *(rf"\b{_glob_to_word(g)}\b" for g in sorted(sinks.logger_name_globs))])
-            knowledge = sdk_knowledge(catalog)  # a payload needs an SDK import or a generation call
-            sdk_words = {name.split(".", 1)[0] for name in (*knowledge.receivers, *knowledge.imports)}
-            sdk_words |= {path.split(".", 1)[0] for path in knowledge.unknown_chains}
-            sdk_regex = "|".join(rf"\b{re.escape(w)}\b" for w in sorted(sdk_words))
-            regexes = catalog.memo[key] = (re.compile(sink_regex or "$^"), re.compile(sdk_regex or "$^"))
-        return all(regex.search(source) is not None for regex in regexes)
+        gate = catalog.memo.get(key)
+        if gate is None:
+            gate = catalog.memo[key] = _gate(logging_knowledge(catalog), sdk_knowledge(catalog))
+        sdk_words, print_gate, functions, methods, receivers, logger_names = gate
+        if sdk_words.search(source) is None:
+            return False
+        if print_gate is not None and all(regex.search(source) is not None for regex in print_gate):
+            return True
+        if functions is not None and functions.may_match(source):
+            return True
+        if methods is None or methods.search(source) is None:
+            return False
+        return (receivers is not None and receivers.may_match(source)) or (
+            logger_names is not None and logger_names.search(source) is not None)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -390,6 +395,29 @@ class UnsampledPayloadLogging(Rule):
         if constant in self.sinks.level_constants:
             return shown, self.sinks.level_constants[constant], True
         return None  # a level we cannot read: no guess
+
+
+def _gate(sinks: LoggingKnowledge, knowledge) -> tuple:
+    """The pre-filter's parts (see `may_fire`), built once per catalog."""
+    def words(items) -> re.Pattern | None:
+        items = sorted(set(items))
+        return re.compile("|".join(rf"\b{item}\b" for item in items)) if items else None
+
+    def reported(level: int | None) -> bool:
+        return level is None or level >= sinks.min_level
+
+    sdk = {name.split(".", 1)[0] for name in (*knowledge.receivers, *knowledge.imports)}
+    sdk |= {path.split(".", 1)[0] for path in knowledge.unknown_chains}
+    print_gate = None
+    if "print" in sinks.functions and reported(sinks.functions["print"] or LEVELS["INFO"]) and sinks.print_modules:
+        print_gate = (words(["print"]), words(re.escape(m.split(".", 1)[0]) for m in sinks.print_modules))
+    functions = [name for name, level in sinks.functions.items() if name != "print" and reported(level)]
+    methods = [re.escape(name) for name, level in sinks.logger_methods.items() if reported(level)]
+    receivers = [*sinks.logger_factories, *sinks.logger_objects]
+    names = [*map(re.escape, sinks.logger_names), *map(_glob_to_word, sinks.logger_name_globs)]
+    return (words(map(re.escape, sdk)) or re.compile("$^"), print_gate,
+            NameIndex(functions) if functions else None, words(methods),
+            NameIndex(receivers) if receivers else None, words(names))
 
 
 def _shown(func: cst.BaseExpression, callee: str | None) -> str:
