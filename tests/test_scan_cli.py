@@ -233,6 +233,7 @@ def test_large_file_skipped_with_notice(cli, tmp_path):
     result = cli("scan", ".", "--max-file-size", "4KB", cwd=tmp_path)
     assert result.returncode == 0
     assert "big.py: skipped" in result.stdout and "max-file-size" in result.stdout
+    assert "note: big.py: skipped" in result.stdout  # a display path, not the absolute one
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from llmdoctor.report.model import InputError
+from llmdoctor.report.model import InputError, display_path
 from llmdoctor.scan.gitignore import GitIgnore
 from llmdoctor.scan.globs import matches_any
 
@@ -70,7 +70,7 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
         if max_file_size is not None:
             size = info.st_size
             if size > max_file_size:
-                found.notices.append(f"{shown}: skipped, {size} bytes is over the max-file-size limit of "
+                found.notices.append(f"{display_path(shown)}: skipped, {size} bytes is over the max-file-size limit of "
                                      f"{max_file_size} bytes")
                 return
         found.files.append(absolute)
@@ -122,7 +122,7 @@ def _walk(top: str, select: Callable[[str], bool], excluded: Callable[[str], boo
             if excluded(path) or (ignore is not None and ignore.ignored(path, is_dir=False)):
                 continue
             if not os.path.exists(path):  # broken link or a link loop: never followed forever
-                found.notices.append(f"{path}: skipped, broken symbolic link or symlink loop")
+                found.notices.append(f"{display_path(path)}: skipped, broken symbolic link or symlink loop")
                 continue
             yield path
 
