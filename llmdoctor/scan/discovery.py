@@ -90,9 +90,20 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
                 continue
             add(absolute, given)
         else:
-            found.errors.append(InputError(given, "no such file or directory"))
+            found.errors.append(InputError(given, _unreachable_reason(absolute)))
     found.files.sort()
     return found
+
+
+def _unreachable_reason(path: str) -> str:
+    """Why `os.path.exists` said no: missing, or in a folder this user may not enter."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file or directory"
+    except OSError as err:
+        return f"cannot read: {err.strerror or err}"
+    return "no such file or directory"
 
 
 def _ignored(ignore: GitIgnore | None, path: str, *, is_dir: bool) -> bool:
@@ -102,7 +113,12 @@ def _ignored(ignore: GitIgnore | None, path: str, *, is_dir: bool) -> bool:
 def _walk(top: str, select: Callable[[str], bool], excluded: Callable[[str], bool], ignore: GitIgnore | None,
           found: Discovery) -> Iterator[str]:
     prefix = top if top.endswith(os.sep) else top + os.sep
-    for current, dirs, files in os.walk(top, followlinks=False, onerror=None):
+
+    def unreadable(err: OSError) -> None:  # the files below it are not checked: say so
+        folder = err.filename if isinstance(err.filename, str) else top
+        found.errors.append(InputError(folder, f"cannot read folder: {err.strerror or err}"))
+
+    for current, dirs, files in os.walk(top, followlinks=False, onerror=unreadable):
         below = "" if current == top else current[len(prefix):].replace(os.sep, "/") + "/"
         kept = []
         for name in sorted(dirs):

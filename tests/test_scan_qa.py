@@ -1,0 +1,65 @@
+"""User-level QA of `llmdoctor scan`: the ways a user gets it wrong, each with a clear message and exit code."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.scan import discovery
+
+BLOCKING = "import time\nasync def f():\n    time.sleep(1)\n"
+
+
+def test_unreadable_folder_is_reported_not_silently_skipped(tmp_path, monkeypatch):
+    (tmp_path / "ok.py").write_text(BLOCKING)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "hidden.py").write_text(BLOCKING)
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == str(locked):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    found = discovery.discover([str(tmp_path)], root=str(tmp_path))
+    assert found.files == [str(tmp_path / "ok.py")]
+    assert [(e.path, e.reason) for e in found.errors] == [(str(locked), "cannot read folder: Permission denied")]
+
+
+def test_file_in_a_folder_that_cannot_be_entered_is_not_called_missing(tmp_path, monkeypatch):
+    target = str(tmp_path / "locked" / "a.py")
+    real_lstat = os.lstat
+
+    def lstat(path, *args, **kwargs):
+        if os.fspath(path) == target:
+            raise PermissionError(13, "Permission denied", target)
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    found = discovery.discover([target, str(tmp_path / "nope.py"), str(tmp_path / "x.py" / "y.py")],
+                               root=str(tmp_path))
+    assert [e.reason for e in found.errors] == [
+        "cannot read: Permission denied", "no such file or directory", "no such file or directory"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads every folder")
+def test_unreadable_folder_end_to_end(cli, tmp_path: Path):
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "a.py").write_text(BLOCKING)
+    locked.chmod(0)
+    try:
+        result = cli("scan", "--no-cache", ".", cwd=tmp_path)
+        explicit = cli("scan", "--no-cache", "locked/a.py", cwd=tmp_path)
+    finally:
+        locked.chmod(0o755)
+    assert result.returncode == 2, result
+    assert "locked: error: cannot read folder: Permission denied" in result.stdout + result.stderr
+    assert explicit.returncode == 2
+    assert "locked/a.py: error: cannot read: Permission denied" in explicit.stdout + explicit.stderr
+    assert "Traceback" not in result.stderr + explicit.stderr
