@@ -63,3 +63,19 @@ def test_unreadable_folder_end_to_end(cli, tmp_path: Path):
     assert explicit.returncode == 2
     assert "locked/a.py: error: cannot read: Permission denied" in explicit.stdout + explicit.stderr
     assert "Traceback" not in result.stderr + explicit.stderr
+
+
+@pytest.mark.parametrize(("yaml_text", "expected"), [
+    ("id: [LLM004]\ntables: {}\n", "key 'id': no rule ['LLM004'] to extend"),
+    ("id: {a: 1}\n", "key 'id': no rule {'a': 1} to extend"),
+    ("tables:\n  blocking_calls: [mycorp.fetch]\n", "key 'id': missing: name the rule"),
+])
+def test_rules_dir_file_with_a_bad_id_names_file_and_key(cli, tmp_path: Path, yaml_text, expected):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    (tmp_path / "rd").mkdir()
+    (tmp_path / "rd" / "mine.yaml").write_text(yaml_text)
+    for args in (("scan", "--no-cache", "--rules-dir", "rd", "a.py"), ("rules", "--rules-dir", "rd")):
+        result = cli(*args, cwd=tmp_path)
+        assert result.returncode == 2, result
+        assert "Traceback" not in result.stderr
+        assert "mine.yaml" in result.stderr and expected in result.stderr

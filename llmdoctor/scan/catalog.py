@@ -272,7 +272,10 @@ def _load_user(catalog: Catalog, path: Path, data: dict) -> None:
     else:
         _check_keys(path, data, USER_RULE_KEYS | {"kind"})
         rule_id = data.get("id")
-        if rule_id not in catalog.rules:
+        if rule_id is None:
+            raise _fail(path, "id", "missing: name the rule whose tables this file extends (e.g. 'id: LLM004'), "
+                                    "or write 'kind: tables' for an SDK/HTTP table file")
+        if not isinstance(rule_id, str) or rule_id not in catalog.rules:
             known = ", ".join(sorted(catalog.rules))
             raise _fail(path, "id", f"no rule {rule_id!r} to extend (known: {known}); user files can only "
                                     "add table entries (or use 'kind: tables')")
