@@ -79,3 +79,27 @@ def test_rules_dir_file_with_a_bad_id_names_file_and_key(cli, tmp_path: Path, ya
         assert result.returncode == 2, result
         assert "Traceback" not in result.stderr
         assert "mine.yaml" in result.stderr and expected in result.stderr
+
+
+def test_sarif_uris_are_relative_to_the_repository_holding_the_files(cli, tmp_path: Path):
+    """CI that checks out into a sub-folder (actions/checkout `path: src`) runs from above the repository:
+    GitHub resolves URIs against the repository root, not against where the tool ran."""
+    import json
+
+    repo = tmp_path / "checkout"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "a b.py").write_text(BLOCKING)
+    result = cli("scan", "--no-cache", "--format", "sarif", "checkout", cwd=tmp_path)
+    assert result.returncode == 1, result
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == repo.resolve().as_uri() + "/"
+    [finding] = run["results"]
+    location = finding["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": "pkg/a%20b.py", "uriBaseId": "%SRCROOT%"}
+    assert location["region"]["startLine"] == 3
+    rules = run["tool"]["driver"]["rules"]
+    assert rules[finding["ruleIndex"]]["id"] == finding["ruleId"] == "LLM004"
+    for rule in rules:
+        assert {"id", "name", "shortDescription", "fullDescription", "help", "defaultConfiguration"} <= rule.keys()
+    assert "fingerprints" not in finding and "partialFingerprints" not in finding

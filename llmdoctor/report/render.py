@@ -116,8 +116,18 @@ def _artifact_uri(path: str, root: Path) -> str:
     return quote(relative.as_posix(), errors="surrogateescape")  # undecodable file names: their bytes
 
 
+def _report_root(report: Report) -> Path:
+    """The git work tree of the reported files (URIs are resolved against the repository that holds them,
+    even when the tool ran from a folder above the checkout), else the cwd's."""
+    for path in [f.path for f in report.findings[:1]] + [e.path for e in report.errors[:1]]:
+        folder = Path(path).resolve().parent
+        if folder.is_dir():
+            return repo_root(folder)
+    return repo_root()
+
+
 def to_sarif(report: Report) -> dict:
-    root = repo_root()
+    root = _report_root(report)
     rule_ids = sorted({f.rule for f in report.findings} | {r.id for r in report.rules})
     known = {r.id: r for r in report.rules}
     rules = []
