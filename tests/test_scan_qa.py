@@ -103,3 +103,18 @@ def test_sarif_uris_are_relative_to_the_repository_holding_the_files(cli, tmp_pa
     for rule in rules:
         assert {"id", "name", "shortDescription", "fullDescription", "help", "defaultConfiguration"} <= rule.keys()
     assert "fingerprints" not in finding and "partialFingerprints" not in finding
+
+
+def test_skipped_files_are_announced_in_github_and_sarif_output(cli, tmp_path: Path):
+    import json
+
+    (tmp_path / "big.py").write_text(BLOCKING * 10)
+    (tmp_path / "a.py").write_text(BLOCKING)
+    args = ("scan", "--no-cache", "--max-file-size", "100", ".")
+    github = cli(*args, "--format", "github", cwd=tmp_path)
+    assert github.returncode == 1
+    assert "::notice title=llmdoctor::big.py: skipped, 450 bytes is over the max-file-size limit" in github.stdout
+    sarif = cli(*args, "--format", "sarif", cwd=tmp_path)
+    notes = json.loads(sarif.stdout)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [n["level"] for n in notes] == ["note"]
+    assert notes[0]["message"]["text"].startswith("big.py: skipped, 450 bytes")

@@ -184,6 +184,7 @@ def to_sarif(report: Report) -> dict:
         }
         for e in report.errors
     ]
+    notifications += [{"level": "note", "message": {"text": notice}} for notice in report.notices]
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -234,4 +235,6 @@ def render_github(report: Report, out: TextIO) -> None:
     for e in report.errors:
         props = f"file={_escape_property(e.path)}" + (f",line={e.line}" if e.line else "")
         out.write(f"::error {props},title=llmdoctor::{_escape_data(e.reason)}\n")
+    for notice in report.notices:  # skipped files: a CI log must say what was not checked
+        out.write(f"::notice title=llmdoctor::{_escape_data(notice)}\n")
     out.write(summary_line(report) + "\n")
