@@ -118,3 +118,18 @@ def test_skipped_files_are_announced_in_github_and_sarif_output(cli, tmp_path: P
     notes = json.loads(sarif.stdout)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert [n["level"] for n in notes] == ["note"]
     assert notes[0]["message"]["text"].startswith("big.py: skipped, 450 bytes")
+
+
+def test_github_annotations_use_repository_relative_paths(cli, tmp_path: Path):
+    """A CI step with `working-directory: backend` must still annotate `backend/app.py` in the PR."""
+    (tmp_path / ".git").mkdir()
+    backend = tmp_path / "backend"
+    backend.mkdir()
+    (backend / "a,b:100%.py").write_text(BLOCKING)
+    (backend / "broken.py").write_text("import time\nasync def f():\n    time.sleep(1\n")
+    result = cli("scan", "--no-cache", "--format", "github", ".", cwd=backend)
+    assert result.returncode == 1, result
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("::warning file=backend/a%2Cb%3A100%25.py,line=3,col=5,"), lines
+    assert "title=LLM004::`time.sleep()` blocks the event loop inside `async def f`%0AFix: " in lines[0]
+    assert lines[1].startswith("::error file=backend/broken.py,line="), lines

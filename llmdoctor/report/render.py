@@ -223,17 +223,27 @@ def _escape_property(text: str) -> str:
 GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
+def _repo_path(path: str, root: Path) -> str:
+    """GitHub attaches an annotation to a file only by its repository-relative POSIX path (not `../x`, not
+    relative to a `working-directory`)."""
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
 def render_github(report: Report, out: TextIO) -> None:
     """GitHub Actions workflow commands: one annotation per finding and per input error."""
+    root = _report_root(report)
     for f in report.findings:
-        props = f"file={_escape_property(f.path)},line={f.line},col={f.column}"
+        props = f"file={_escape_property(_repo_path(f.path, root))},line={f.line},col={f.column}"
         if f.end_line:
             props += f",endLine={f.end_line},endColumn={f.end_column}"
         props += f",title={_escape_property(f.rule)}"
         message = f.message + (f"\nFix: {f.fix}" if f.fix else "")
         out.write(f"::{GITHUB_LEVEL.get(f.severity, 'warning')} {props}::{_escape_data(message)}\n")
     for e in report.errors:
-        props = f"file={_escape_property(e.path)}" + (f",line={e.line}" if e.line else "")
+        props = f"file={_escape_property(_repo_path(e.path, root))}" + (f",line={e.line}" if e.line else "")
         out.write(f"::error {props},title=llmdoctor::{_escape_data(e.reason)}\n")
     for notice in report.notices:  # skipped files: a CI log must say what was not checked
         out.write(f"::notice title=llmdoctor::{_escape_data(notice)}\n")
