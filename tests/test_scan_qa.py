@@ -133,3 +133,16 @@ def test_github_annotations_use_repository_relative_paths(cli, tmp_path: Path):
     assert lines[0].startswith("::warning file=backend/a%2Cb%3A100%25.py,line=3,col=5,"), lines
     assert "title=LLM004::`time.sleep()` blocks the event loop inside `async def f`%0AFix: " in lines[0]
     assert lines[1].startswith("::error file=backend/broken.py,line="), lines
+
+
+def test_nothing_to_check_says_so(cli, tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.llmdoctor]\nexclude = ["gen"]\n')
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "a.py").write_text(BLOCKING)
+    (tmp_path / "docs").mkdir()
+    for path in ("gen", "docs"):
+        result = cli("scan", "--no-cache", path, cwd=tmp_path)
+        assert result.returncode == 0, result
+        assert f"no Python files to check in {path}: none found, or all excluded" in result.stdout + result.stderr
+    found = cli("scan", "--no-cache", "gen/a.py", cwd=tmp_path)
+    assert found.returncode == 1 and "no Python files" not in found.stdout + found.stderr

@@ -64,6 +64,10 @@ def prepare_scan(paths: list[str], options: ScanOptions) -> ScanPlan:
     for error in found.errors:
         report.errors.append(dataclasses.replace(error, path=display_path(error.path, Path(cwd))))
     report.notices.extend(found.notices)
+    if not (found.files or found.errors or found.notices):  # "All checks passed" must not hide a wrong path
+        named = ", ".join(display_path(p, Path(cwd)) for p in paths)
+        report.notices.append(f"no Python files to check in {named}: none found, or all excluded "
+                              "(exclude, .gitignore, skipped folders such as build/ or .venv/)")
     report.rules = [spec.info() for rule_id, spec in sorted(catalog.rules.items())
                     if config.rule_enabled(rule_id, "")]
     return ScanPlan(config=config, catalog=catalog, files=found.files, report=report)
