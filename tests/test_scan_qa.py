@@ -146,3 +146,17 @@ def test_nothing_to_check_says_so(cli, tmp_path: Path):
         assert f"no Python files to check in {path}: none found, or all excluded" in result.stdout + result.stderr
     found = cli("scan", "--no-cache", "gen/a.py", cwd=tmp_path)
     assert found.returncode == 1 and "no Python files" not in found.stdout + found.stderr
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("explain", "LLM04"), "unknown rule 'LLM04' (did you mean LLM004?)"),
+    (("explain", "llm-4"), "unknown rule 'LLM-4' (did you mean LLM004?)"),
+    (("explain", "LLM999"), "unknown rule 'LLM999'; known rules: LLM001"),
+    (("scan", "--no-cache", "--select", "LLM04", "a.py"), "--select: unknown rule 'LLM04' (did you mean LLM004?)"),
+    (("scan", "--no-cache", "--ignore", "LLM007", "a.py"), "unknown rule 'LLM007'; known rules"),
+])
+def test_unknown_rule_id_exits_2_with_a_suggestion_when_the_number_matches(cli, tmp_path: Path, args, expected):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    result = cli(*args, cwd=tmp_path)
+    assert result.returncode == 2, result
+    assert expected in result.stderr and "Traceback" not in result.stderr

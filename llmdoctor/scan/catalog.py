@@ -151,8 +151,17 @@ class Catalog:
             return self.rules[rule_id]
         except KeyError:
             known = ", ".join(sorted(self.rules)) or "none"
-            raise UserError(f"unknown rule {rule_id!r}; known rules: {known} "
+            raise UserError(f"unknown rule {rule_id!r}{did_you_mean(rule_id, self.rules)}; known rules: {known} "
                             "(see `llmdoctor rules`)") from None
+
+
+def did_you_mean(rule_id: str, known) -> str:
+    """' (did you mean LLM004?)' for `LLM04`, `llm-4`, `4`, `LLM0004`; '' when nothing is close."""
+    import re
+
+    number = re.sub(r"\D", "", rule_id).lstrip("0")
+    close = [k for k in sorted(known) if number and re.sub(r"\D", "", k).lstrip("0") == number and k != rule_id]
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 # ----------------------------------------------------------------------------- loading

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from llmdoctor.errors import UserError
 from llmdoctor.report.model import Report, display_path
-from llmdoctor.scan.catalog import Catalog, load_catalog
+from llmdoctor.scan.catalog import Catalog, did_you_mean, load_catalog
 from llmdoctor.scan.config import find_config, load_config
 from llmdoctor.scan.discovery import discover
 from llmdoctor.scan.engine import FileResult, analyze_file
@@ -133,4 +133,5 @@ def _check_rule_ids(config: ScanConfig, catalog: Catalog, options: ScanOptions) 
     for label, ids in checks:
         for rule_id in ids:
             if not any(k.startswith(rule_id) for k in known):
-                raise UserError(f"{label}: unknown rule {rule_id!r}; known rules: {', '.join(known)}")
+                raise UserError(f"{label}: unknown rule {rule_id!r}{did_you_mean(rule_id, known)}; "
+                                f"known rules: {', '.join(known)}")
