@@ -160,3 +160,15 @@ def test_unknown_rule_id_exits_2_with_a_suggestion_when_the_number_matches(cli, 
     result = cli(*args, cwd=tmp_path)
     assert result.returncode == 2, result
     assert expected in result.stderr and "Traceback" not in result.stderr
+
+
+def test_config_that_is_not_utf8_or_a_folder_exits_2_naming_it(cli, tmp_path: Path):
+    (tmp_path / "a.py").write_text(BLOCKING)
+    (tmp_path / ".llmdoctor.yaml").write_bytes(b"ignore: [LLM002]\nselect: ['\xe9']\n")
+    found = cli("scan", "--no-cache", "a.py", cwd=tmp_path)
+    assert found.returncode == 2 and "Traceback" not in found.stderr
+    assert ".llmdoctor.yaml:2: not UTF-8 (byte 0xe9): save the file as UTF-8" in found.stderr
+    (tmp_path / ".llmdoctor.yaml").unlink()
+    (tmp_path / "conf").mkdir()
+    folder = cli("scan", "--no-cache", "--config", "conf", "a.py", cwd=tmp_path)
+    assert folder.returncode == 2 and "--config" in folder.stderr and "conf: is a folder" in folder.stderr

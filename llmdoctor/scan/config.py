@@ -77,6 +77,10 @@ def _load_yaml(path: Path) -> dict:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise UserError(f"{path}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        line = err.object[: err.start].count(b"\n") + 1
+        raise UserError(f"{path}:{line}: not UTF-8 (byte 0x{err.object[err.start]:02x}): save the file as "
+                        "UTF-8") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -94,7 +98,8 @@ def load_config(path: Path | None) -> ScanConfig:
         return ScanConfig()
     path = Path(os.path.abspath(path))
     if not path.is_file():
-        raise UserError(f"--config {path}: no such file")
+        problem = "is a folder: name the pyproject.toml or .llmdoctor.yaml in it" if path.is_dir() else "no such file"
+        raise UserError(f"--config {path}: {problem}")
     raw = _load_pyproject(path) if path.suffix == ".toml" else _load_yaml(path)
     raw = raw or {}
     return parse_settings(raw, path)
