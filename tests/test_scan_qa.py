@@ -172,3 +172,13 @@ def test_config_that_is_not_utf8_or_a_folder_exits_2_naming_it(cli, tmp_path: Pa
     (tmp_path / "conf").mkdir()
     folder = cli("scan", "--no-cache", "--config", "conf", "a.py", cwd=tmp_path)
     assert folder.returncode == 2 and "--config" in folder.stderr and "conf: is a folder" in folder.stderr
+
+
+def test_bom_contradicting_the_coding_cookie_names_line_and_cause(cli, tmp_path: Path):
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf# -*- coding: latin-1 -*-\n" + BLOCKING.encode())
+    (tmp_path / "ok.py").write_text(BLOCKING)
+    result = cli("scan", "--no-cache", ".", cwd=tmp_path)
+    assert result.returncode == 1, result
+    assert ("bom.py:1: error: invalid encoding declaration: encoding problem: utf-8 (the file starts with a "
+            "UTF-8 byte order mark: declare utf-8 or drop the mark)") in result.stdout
+    assert "ok.py:3:5: LLM004" in result.stdout

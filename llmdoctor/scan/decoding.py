@@ -21,8 +21,10 @@ def decode_source(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as err:
-        raise SourceError(f"invalid encoding declaration: {getattr(err, 'msg', err)}",
-                          getattr(err, "lineno", None) or _cookie_line(data)) from None
+        reason = f"invalid encoding declaration: {getattr(err, 'msg', err)}"
+        if data.startswith(b"\xef\xbb\xbf"):
+            reason += " (the file starts with a UTF-8 byte order mark: declare utf-8 or drop the mark)"
+        raise SourceError(reason, getattr(err, "lineno", None) or _cookie_line(data)) from None
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as err:
@@ -40,7 +42,7 @@ def decode_source(data: bytes) -> str:
 
 def _cookie_line(data: bytes) -> int | None:
     """PEP 263: the declaration is on line 1 or 2."""
-    for number, line in enumerate(data.split(b"\n", 2)[:2], 1):
+    for number, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n", 2)[:2], 1):
         if line.lstrip().startswith(b"#") and b"coding" in line:
             return number
     return None
