@@ -182,3 +182,15 @@ def test_bom_contradicting_the_coding_cookie_names_line_and_cause(cli, tmp_path:
     assert ("bom.py:1: error: invalid encoding declaration: encoding problem: utf-8 (the file starts with a "
             "UTF-8 byte order mark: declare utf-8 or drop the mark)") in result.stdout
     assert "ok.py:3:5: LLM004" in result.stdout
+
+
+@pytest.mark.parametrize("pattern", ["gen", "ABS/gen", "**/gen", "**/gen/*.py"])
+def test_exclude_accepts_absolute_paths_and_leading_double_star(cli, tmp_path: Path, pattern):
+    (tmp_path / ".git").mkdir()
+    for folder in ("gen", "src"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.py").write_text(BLOCKING)
+    pattern = pattern.replace("ABS", str(tmp_path))
+    result = cli("scan", "--no-cache", "--exclude", pattern, ".", cwd=tmp_path)
+    assert result.returncode == 1, result
+    assert "src/a.py:3:5: LLM004" in result.stdout and "gen/a.py" not in result.stdout

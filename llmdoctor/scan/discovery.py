@@ -52,6 +52,8 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
     seen: set[str] = set()
     ignore = GitIgnore() if respect_gitignore else None
 
+    exclude = _root_relative_globs(exclude, root)
+
     def excluded(absolute: str) -> bool:
         return bool(exclude) and matches_any(exclude, _relative(absolute, root))
 
@@ -93,6 +95,20 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
             found.errors.append(InputError(given, _unreachable_reason(absolute)))
     found.files.sort()
     return found
+
+
+def _root_relative_globs(patterns: tuple[str, ...], root: str) -> tuple[str, ...]:
+    """`--exclude $PWD/gen` means the folder: an absolute pattern is made relative to the root; `**/gen`
+    also matches `gen` at the root (zero folders), as in ruff and .gitignore."""
+    out: list[str] = []
+    for pattern in patterns:
+        if os.path.isabs(pattern):
+            relative = _relative(pattern, root)
+            pattern = relative if not relative.startswith("../") else pattern
+        out.append(pattern)
+        if pattern.startswith("**/") and len(pattern) > 3:
+            out.append(pattern[3:])
+    return tuple(out)
 
 
 def _unreachable_reason(path: str) -> str:
