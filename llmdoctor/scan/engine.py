@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from llmdoctor.report.model import Finding, InputError
 from llmdoctor.scan.catalog import Catalog
 from llmdoctor.scan.decoding import SourceError, decode_source
-from llmdoctor.scan.prefilter import code_text
+from llmdoctor.scan.prefilter import code_text, python_parse_problem
 from llmdoctor.scan.settings import ScanConfig
 from llmdoctor.scan.suppressions import ALL, file_ignores, parse_suppressions
 
@@ -61,12 +61,22 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
             continue
         if cls.may_fire(spec, catalog, source):
             active.append((cls, spec))
+    python_problem = None
     if active:  # second stage: the same pre-filters on what the code spells out (no comments or strings)
         code = code_text(source)
         if code is not None:
             active = [(cls, spec) for cls, spec in active if cls.may_fire(spec, catalog, code)]
+        else:
+            python_problem = python_parse_problem(source)
     if not active:
         result.prefiltered = True
+        return result
+    if _too_deep(python_problem):
+        # libcst's native parser crashes the whole process (segfault) on such input: never hand it over
+        result.errors.append(InputError(
+            path, "nested too deeply for Python's own parser (thousands of nested brackets or a huge "
+                  f"expression: {_describe(python_problem)}); the file was not checked",
+            getattr(python_problem, "lineno", None)))
         return result
 
     import libcst as cst
@@ -74,7 +84,10 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as err:
-        result.errors.append(InputError(path, f"syntax error: {err.message}", err.raw_line or None))
+        if isinstance(python_problem, SyntaxError) and python_problem.lineno:  # CPython's words and line
+            result.errors.append(InputError(path, f"syntax error: {python_problem.msg}", python_problem.lineno))
+        else:
+            result.errors.append(InputError(path, f"syntax error: {err.message}", err.raw_line or None))
         return result
     except (RecursionError, MemoryError, ValueError) as err:
         result.errors.append(InputError(path, f"cannot parse: {type(err).__name__}: {err}"))
@@ -98,6 +111,17 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
             path, f"internal error while analysing this file ({type(err).__name__}: {err}); "
                   "please report it with the file's relevant lines"))
     return result
+
+
+def _too_deep(problem: BaseException | None) -> bool:
+    if isinstance(problem, (RecursionError, MemoryError)):
+        return True
+    return isinstance(problem, SyntaxError) and (problem.msg or "").startswith("too many")  # nested parens/blocks
+
+
+def _describe(problem: BaseException) -> str:
+    text = problem.msg if isinstance(problem, SyntaxError) else str(problem)
+    return f"{type(problem).__name__}: {text}" if text else type(problem).__name__
 
 
 # libcst visits recursively (several Python frames per nesting level): a generated 500-term string

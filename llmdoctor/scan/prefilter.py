@@ -115,6 +115,17 @@ def _grammar() -> tuple[dict[type, tuple[str, ...]], dict[type, tuple[str, ...]]
 IDENTIFIER_FIELDS, NODE_FIELDS = _grammar()
 
 
+def python_parse_problem(source: str) -> BaseException | None:
+    """Why CPython's own parser rejects `source` (SyntaxError, RecursionError, MemoryError...), or None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        return err
+    return None
+
+
 def code_text(source: str) -> str | None:
     """What the code of `source` spells out (see above), or None when `ast` cannot parse it."""
     try:
