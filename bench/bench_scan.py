@@ -46,7 +46,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from corpus_gen import generate  # noqa: E402
+from corpus_gen import generate
 
 MEASURE = """
 import resource, subprocess, sys, time
@@ -122,7 +122,7 @@ def findings_key(report: dict) -> list:
         [json.dumps(e, sort_keys=True) for e in report["errors"]]
 
 
-def record(result: "CorpusResult", label: str, timing: Timing) -> Timing:
+def record(result: CorpusResult, label: str, timing: Timing) -> Timing:
     result.times[label] = timing.seconds
     result.cpu[label] = timing.cpu
     return timing

@@ -24,9 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llmdoctor.scan import fastwalk, prefilter, visitor  # noqa: E402
-from llmdoctor.scan.parallel import ScanExecutor  # noqa: E402
-from llmdoctor.scan.runner import ScanOptions, run_scan  # noqa: E402
+from llmdoctor.scan import fastwalk, prefilter, visitor
+from llmdoctor.scan.parallel import ScanExecutor
+from llmdoctor.scan.runner import ScanOptions, run_scan
 
 
 def libcst_walk(root, on_visit, on_leave, wanted=(), handles=None):

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_scan_parallel import make_project, report_json
 
 from llmdoctor.scan import cache as cache_module
 from llmdoctor.scan.parallel import ScanExecutor
 from llmdoctor.scan.runner import ScanOptions, run_scan
-from test_scan_parallel import make_project, report_json
 
 BLOCKING = "import time\n\nasync def handler():\n    time.sleep(1)\n"
 CLEAN = "import time\n\nasync def handler():\n    time.time()\n"
@@ -44,7 +44,7 @@ def test_warm_run_parses_nothing_and_reports_the_same(project: Path, monkeypatch
     uncached, _ = scan(project, use_cache=False)
     assert cold == uncached
 
-    import llmdoctor.scan.engine as engine
+    from llmdoctor.scan import engine
 
     def no_analysis(*args, **kwargs):
         raise AssertionError("a fully cached run analyses nothing")

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import llmdoctor_executable
 
 HIT = "import time\nasync def f():\n    time.sleep(1)\n"

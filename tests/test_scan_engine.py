@@ -192,7 +192,7 @@ BASE = "import time, subprocess\nasync def f():\n"
     ("    time.sleep(1)  # llmdoctor: ignore[LLM002, LLM004]\n", []),
     ("    # llmdoctor: ignore[LLM004]\n    time.sleep(1)\n", []),
     ("    # llmdoctor: ignore[LLM004]\n    # why: one-off admin endpoint\n    time.sleep(1)\n", []),
-    ("    # noqa: LLM004\n    time.sleep(1)\n", [4]),  # noqa only works on the line itself
+    ("    # noqa: LLM004\n    time.sleep(1)\n", [4]),
     ("    subprocess.run(  # noqa: LLM004\n        ['ls'],\n    )\n", []),
     ("    x = [\n        time.sleep(1),\n    ]  # noqa: LLM004\n", [4]),
     ("    x = foo(  # llmdoctor: ignore[LLM004]\n        time.sleep(1),\n    )\n", []),

@@ -15,13 +15,13 @@ import pytest
 
 HEAVY = ("libcst", "httpx", "tiktoken")
 
-PROBE = """
+PROBE = f"""
 import json, sys
 from llmdoctor.cli import main
 code = main(sys.argv[1:])
-heavy = sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in {set(HEAVY)!r})
 sys.stderr.write('\\nIMPORTED=' + json.dumps({{'code': code, 'heavy': heavy}}) + '\\n')
-""".format(heavy=set(HEAVY))
+"""
 
 
 def imported(*args: str, cwd: Path | None = None) -> dict:

@@ -84,7 +84,7 @@ class Report:
     notices: list[str] = field(default_factory=list)  # informational lines (skipped large files...)
     summary_extra: dict = field(default_factory=dict)
 
-    def sorted(self) -> "Report":
+    def sorted(self) -> Report:
         self.findings.sort(key=Finding.sort_key)
         self.errors.sort(key=InputError.sort_key)
         return self

@@ -212,7 +212,7 @@ def _read_yaml(path: Path, digest) -> dict:
     digest.update(str(path.name).encode() + b"\0" + raw + b"\0")
     try:
         # libyaml's loader when present: ~9x faster than the pure-Python one on the shipped tables
-        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -34,8 +34,7 @@ def decode_source(data: bytes) -> str:
                           line) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r} in the coding declaration", 1) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     return text
 
 

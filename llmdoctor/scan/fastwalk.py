@@ -48,9 +48,9 @@ def _fields_of(cls: type) -> tuple[tuple[str, ...], Callable]:
         getter = attrgetter(*names)
     elif names:
         only = attrgetter(names[0])
-        getter = lambda node: (only(node),)  # noqa: E731
+        getter = lambda node: (only(node),)
     else:
-        getter = lambda node: ()  # noqa: E731
+        getter = lambda node: ()
     _getters[cls] = (names, getter)
     return names, getter
 

@@ -39,7 +39,7 @@ class PendingFinding:
 class Rule:
     code: ClassVar[str] = ""  # "LLM004": must match a rules/*.yaml id
 
-    def __init__(self, spec: "RuleSpec", catalog: "Catalog", context: "SemanticModel",
+    def __init__(self, spec: RuleSpec, catalog: Catalog, context: SemanticModel,
                  sink: list[PendingFinding]) -> None:
         self.spec = spec
         self.catalog = catalog
@@ -49,12 +49,12 @@ class Rule:
     # ------------------------------------------------------------------ prefilter
 
     @classmethod
-    def required_literals(cls, spec: "RuleSpec", catalog: "Catalog") -> frozenset[str]:
+    def required_literals(cls, spec: RuleSpec, catalog: Catalog) -> frozenset[str]:
         """Strings that must ALL occur in a file for this rule to possibly fire (YAML `prefilter`)."""
         return frozenset(spec.prefilter)
 
     @classmethod
-    def any_literals(cls, spec: "RuleSpec", catalog: "Catalog") -> frozenset[str]:
+    def any_literals(cls, spec: RuleSpec, catalog: Catalog) -> frozenset[str]:
         """Strings of which ONE must occur: by default the root names of every entry of the rule's tables
         (an entry `time.sleep` can only match in a file that mentions `time`). Empty = no condition."""
         literals: set[str] = set()
@@ -63,12 +63,12 @@ class Rule:
         return frozenset(literals)
 
     @classmethod
-    def prefilter_tables(cls, spec: "RuleSpec") -> list[str]:
+    def prefilter_tables(cls, spec: RuleSpec) -> list[str]:
         """Tables whose entries the rule looks for (override to add shared knowledge tables)."""
         return list(spec.table_names)
 
     @classmethod
-    def may_fire(cls, spec: "RuleSpec", catalog: "Catalog", source: str) -> bool:
+    def may_fire(cls, spec: RuleSpec, catalog: Catalog, source: str) -> bool:
         """The pre-filter: literals are matched as whole words (`os` does not match `post`)."""
         key = ("prefilter", cls.code)
         compiled = catalog.memo.get(key)
@@ -88,7 +88,7 @@ class Rule:
         return names.may_match(source)
 
     @classmethod
-    def prefilter_names(cls, spec: "RuleSpec", catalog: "Catalog") -> list[str]:
+    def prefilter_names(cls, spec: RuleSpec, catalog: Catalog) -> list[str]:
         """Dotted names (wildcards allowed) of which ONE must be spelled out in a file for the rule to fire:
         by default every entry of `prefilter_tables` (see llmdoctor/scan/prefilter.py). Override when the
         rule matches names from elsewhere; return [] for no condition."""
@@ -99,7 +99,7 @@ class Rule:
 
     # ------------------------------------------------------------------ helpers
 
-    def table(self, name: str) -> "Table":
+    def table(self, name: str) -> Table:
         return self.catalog.table(name)
 
     def report(self, node: cst.CSTNode, message: str, *, severity: str | None = None,
@@ -112,7 +112,7 @@ class Rule:
         ))
 
 
-def _word_regex(literals) -> "re.Pattern | None":
+def _word_regex(literals) -> re.Pattern | None:
     literals = [lit for lit in literals if lit]
     if not literals:
         return None

@@ -48,7 +48,7 @@ class Scope:
     decorator_nodes: list[cst.Decorator] = field(default_factory=list)
     bindings: dict[str, Binding] = field(default_factory=dict)
     attribute_types: dict[str, str | None] = field(default_factory=dict)  # class scopes: self.<attr> -> type
-    owner_class: "Scope | None" = None  # methods: the class scope they are defined in
+    owner_class: Scope | None = None  # methods: the class scope they are defined in
     header_ids: frozenset[int] = frozenset()  # decorators, defaults, annotations: run in the outer scope
 
     @property

@@ -27,7 +27,7 @@ NONE_FIX = ("pass a finite timeout: a short connect bound and a read bound long 
             "expected response (httpx-based clients: `httpx.Timeout(120, connect=5)`)")
 
 
-def _gate(knowledge: ClientKnowledge) -> tuple[NameIndex | None, "re.Pattern | None"]:
+def _gate(knowledge: ClientKnowledge) -> tuple[NameIndex | None, re.Pattern | None]:
     """(the names whose call may be reported for a missing timeout, a regex for `<kwarg> = None`)."""
     missing = [name for name, library in knowledge.module_functions.items()
                if dict(library.timeout).get("missing_is_finding")]
