@@ -17,6 +17,7 @@ import re
 import libcst as cst
 
 from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rules.llm001 import attribute_chain
 from llmdoctor.scan.rules.sdk_knowledge import Method, SdkKnowledge, sdk_knowledge
 
 GENERIC_TABLE = "blocking_calls"
@@ -82,7 +83,7 @@ class BlockingCallInAsync(Rule):
 
     def _report_sdk(self, node: cst.Call, method: Method, function_name: str) -> None:
         receiver = method.receiver
-        chain = _source_chain(node.func)
+        chain = ".".join(attribute_chain(node.func))
         shown = chain or method.path
         if chain.endswith("." + method.path):
             receiver_text = chain[: -len(method.path) - 1]
@@ -152,25 +153,6 @@ def _no_model_call(node: cst.Call, method: Method) -> bool:
     """A keyword that means the SDK answers without calling a model (litellm `mock_response=`)."""
     exempt = method.exempt.no_model_call
     return bool(exempt) and any(arg.keyword is not None and arg.keyword.value in exempt for arg in node.args)
-
-
-def _source_chain(expr: cst.BaseExpression) -> str:
-    """`self.llm.chat.completions.create` as written (a call segment kept as `name()`); "" when not a chain."""
-    parts: list[str] = []
-    while True:
-        if isinstance(expr, cst.Attribute):
-            parts.append(expr.attr.value)
-            expr = expr.value
-        elif isinstance(expr, cst.Call):
-            inner = _source_chain(expr.func)
-            if not inner:
-                return ""
-            return ".".join([f"{inner}()", *reversed(parts)])
-        elif isinstance(expr, cst.Name):
-            parts.append(expr.value)
-            return ".".join(reversed(parts))
-        else:
-            return ""
 
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:
