@@ -36,6 +36,11 @@ class PendingFinding:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def root_names(names) -> set[str]:
+    """The first component of each dotted name: a call to `time.sleep` can only be in a file spelling `time`."""
+    return {name.split(".", 1)[0] for name in names}
+
+
 class Rule:
     code: ClassVar[str] = ""  # "LLM004": must match a rules/*.yaml id
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rule import Rule, root_names
 from llmdoctor.scan.rules.sdk_knowledge import Exemptions, Method, SdkKnowledge, sdk_knowledge
 
 UNKNOWN = object()  # a keyword value that is not a literal
@@ -16,7 +16,7 @@ class NonStreamingGeneration(Rule):
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
         knowledge = sdk_knowledge(catalog)
-        roots = {name.split(".", 1)[0] for name in knowledge.receivers}
+        roots = root_names(knowledge.receivers)
         return frozenset(roots | set(knowledge.unknown_chains))
 
     @classmethod

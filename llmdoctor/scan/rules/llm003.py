@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rule import Rule, root_names
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
 from llmdoctor.scan.semantic import Scope, dotted_name
 
@@ -150,7 +150,7 @@ class ClientPerCall(Rule):
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
-        return frozenset(name.split(".", 1)[0] for name in cls.prefilter_names(spec, catalog))
+        return frozenset(root_names(cls.prefilter_names(spec, catalog)))
 
     @classmethod
     def prefilter_names(cls, spec, catalog) -> list[str]:

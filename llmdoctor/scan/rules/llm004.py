@@ -16,7 +16,7 @@ import re
 
 import libcst as cst
 
-from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rule import Rule, root_names
 from llmdoctor.scan.rules.llm001 import attribute_chain
 from llmdoctor.scan.rules.sdk_knowledge import Method, SdkKnowledge, sdk_knowledge
 
@@ -35,7 +35,7 @@ class BlockingCallInAsync(Rule):
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
-        roots = {name.split(".", 1)[0] for name in _sync_generating_calls(catalog)}
+        roots = root_names(_sync_generating_calls(catalog))
         return super().any_literals(spec, catalog) | roots
 
     @classmethod

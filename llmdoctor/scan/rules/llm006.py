@@ -16,7 +16,7 @@ import re
 import libcst as cst
 
 from llmdoctor.scan.prefilter import NameIndex
-from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rule import Rule, root_names
 from llmdoctor.scan.rules.llm003 import is_test_module, lifetime
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
 from llmdoctor.scan.semantic import dotted_name
@@ -47,7 +47,7 @@ class HttpCallWithoutTimeout(Rule):
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
-        return frozenset(name.split(".", 1)[0] for name in cls.prefilter_names(spec, catalog))
+        return frozenset(root_names(cls.prefilter_names(spec, catalog)))
 
     @classmethod
     def prefilter_names(cls, spec, catalog) -> list[str]:
