@@ -325,3 +325,21 @@ def test_cli_reports_the_fixture_with_json_fields(cli):
     data = json.loads(result.stdout)
     assert [f["line"] for f in data["findings"]] == [22, 25, 26, 45, 46, 53]
     assert {f["level"] for f in data["findings"]} == {"INFO", "WARNING", "ERROR"}
+
+
+def test_a_class_body_has_its_own_names():
+    """Class-level names live in the class namespace: they do not rebind a module-level name, and methods
+    do not see them (Python's scoping)."""
+    check(HEAD + """
+text = client.chat.completions.create(model="m", messages=[], stream=False).choices[0].message.content
+
+class Formatter:
+    text = "a constant"
+    logger.info(text)
+
+    def show(self):
+        logger.info(text)  # hit
+
+def show():
+    logger.info(text)  # hit
+""")

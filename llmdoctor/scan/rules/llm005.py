@@ -74,7 +74,8 @@ class UnsampledPayloadLogging(Rule):
         super().__init__(*args, **kwargs)
         self.sinks: LoggingKnowledge = logging_knowledge(self.catalog)
         self.sdk = sdk_knowledge(self.catalog)
-        self._frames: list[dict[str, Value]] = [{}]  # module, then one per enclosing def
+        self._frames: list[dict[str, Value]] = [{}]  # module, then one per enclosing def or class
+        self._class_frames: set[int] = set()  # id() of the class frames: not visible from the methods
         self._functions: list[cst.FunctionDef | None] = [None]
         self._prompt_args: dict[int, dict[str, Value]] = {}  # def id -> names passed as prompts
         self._blocks: list[bool] = [False]  # per block: runs under a sampling guard
@@ -91,7 +92,10 @@ class UnsampledPayloadLogging(Rule):
     def _lookup(self, name: str) -> object:
         if any(name in empty for empty in self._empty):
             return METADATA  # inside `if not text:` / `if is_none_or_empty(msg.content):`
+        innermost = self._frames[-1]
         for frame in reversed(self._frames):
+            if frame is not innermost and id(frame) in self._class_frames:
+                continue  # a class body's names are not visible from its methods
             if name in frame:
                 if frame[name] is not UNKNOWN:
                     return frame[name]
@@ -212,6 +216,14 @@ class UnsampledPayloadLogging(Rule):
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._frames.pop()
         self._functions.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        frame: dict[str, Value] = {}
+        self._class_frames.add(id(frame))
+        self._frames.append(frame)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._class_frames.discard(id(self._frames.pop()))
 
     def leave_Assign(self, node: cst.Assign) -> None:
         self._assign([t.target for t in node.targets], node.value)
