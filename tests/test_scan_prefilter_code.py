@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llmdoctor.scan import engine, prefilter
+from llmdoctor.scan import codefacts, engine, prefilter
 from llmdoctor.scan.catalog import load_catalog
 from llmdoctor.scan.engine import analyze_source
 from llmdoctor.scan.rules import rule_classes
@@ -46,7 +46,7 @@ def test_code_text_of_unparsable_source_is_none() -> None:
 
 
 def test_identifier_fields_cover_the_grammar() -> None:
-    fields = prefilter.IDENTIFIER_FIELDS
+    fields = codefacts.IDENTIFIER_FIELDS
     assert fields[ast.Name] == ("id",) and fields[ast.Attribute] == ("attr",)
     assert set(fields[ast.alias]) == {"name", "asname"} and fields[ast.ImportFrom] == ("module",)
     for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.arg, ast.keyword, ast.Global,
@@ -90,7 +90,7 @@ def test_same_findings_with_and_without_every_prefilter(source: str, monkeypatch
     filtered = analyse(source)
     for cls in rule_classes().values():
         monkeypatch.setattr(cls, "may_fire", classmethod(lambda cls, spec, catalog, text: True))
-    monkeypatch.setattr(engine, "code_text", lambda text: None)
+    monkeypatch.setattr(engine, "read_code", lambda text: (None, None))  # no second stage, no pruning
     unfiltered = analyse(source, load_catalog())
     assert unfiltered.parsed or not source.strip() or unfiltered.errors
     assert [(f.rule, f.line, f.column, f.message) for f in filtered.findings] == \

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from llmdoctor.report.model import Finding, InputError
 from llmdoctor.scan.catalog import Catalog
 from llmdoctor.scan.decoding import SourceError, decode_source
-from llmdoctor.scan.prefilter import code_text, python_parse_problem
+from llmdoctor.scan.codefacts import read_code
+from llmdoctor.scan.prefilter import python_parse_problem
+from llmdoctor.scan.regions import pruned_source
 from llmdoctor.scan.settings import ScanConfig
 from llmdoctor.scan.suppressions import ALL, file_ignores, parse_suppressions
 
@@ -61,10 +63,11 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
             continue
         if cls.may_fire(spec, catalog, source):
             active.append((cls, spec))
-    python_problem = None
+    python_problem = facts = None
     if active:  # second stage: the same pre-filters on what the code spells out (no comments or strings)
-        code = code_text(source)
-        if code is not None:
+        facts, _ = read_code(source)
+        if facts is not None:
+            code = facts.code_text()
             active = [(cls, spec) for cls, spec in active if cls.may_fire(spec, catalog, code)]
         else:
             python_problem = python_parse_problem(source)
@@ -81,8 +84,15 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
 
     import libcst as cst
 
+    parsed = source if facts is None else pruned_source(source, facts, active, catalog)
     try:
-        module = cst.parse_module(source)
+        try:
+            module = cst.parse_module(parsed)
+        except cst.ParserSyntaxError:
+            if parsed is source:
+                raise
+            parsed = source  # never expected: the pruning kept the text valid everywhere it was tested
+            module = cst.parse_module(parsed)
     except cst.ParserSyntaxError as err:
         if isinstance(python_problem, SyntaxError) and python_problem.lineno:  # CPython's words and line
             result.errors.append(InputError(path, f"syntax error: {python_problem.msg}", python_problem.lineno))
@@ -100,7 +110,7 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
         with _deep_recursion():
             pending = run_rules(module, active, catalog, OFFLOAD_METHODS)
             if pending:
-                result.findings, result.suppressed = _positioned(path, module, source, pending, config)
+                result.findings, result.suppressed = _positioned(path, module, parsed, source, pending, config)
     except RecursionError:
         result.errors.append(InputError(
             path, f"expressions nested too deeply to analyse (over {DEEP_RECURSION_LIMIT} levels of "
@@ -141,10 +151,11 @@ def _deep_recursion():
         sys.setrecursionlimit(previous)
 
 
-def _positioned(path, module, source, pending, config: ScanConfig) -> tuple[list[Finding], int]:
+def _positioned(path, module, parsed, source, pending, config: ScanConfig) -> tuple[list[Finding], int]:
+    """Findings with their positions (in `parsed`, the text libcst parsed: the same lines as `source`)."""
     from llmdoctor.scan.positions import positions_for
 
-    spans = positions_for(module, source, [(item.node, item.statement) for item in pending])
+    spans = positions_for(module, parsed, [(item.node, item.statement) for item in pending])
     suppressions = parse_suppressions(source)
     findings, suppressed, seen = [], 0, set()
     for item in pending:

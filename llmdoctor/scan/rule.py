@@ -22,6 +22,7 @@ from llmdoctor.scan.prefilter import NameIndex
 
 if TYPE_CHECKING:
     from llmdoctor.scan.catalog import Catalog, RuleSpec, Table
+    from llmdoctor.scan.regions import Region
     from llmdoctor.scan.semantic import SemanticModel
 
 
@@ -87,10 +88,26 @@ class Rule:
             return False
         if any_of is not None and any_of.search(source) is None:
             return False
+        return cls.name_index(spec, catalog).may_match(source)
+
+    @classmethod
+    def name_index(cls, spec: RuleSpec, catalog: Catalog) -> NameIndex:
+        """The rule's `prefilter_names`, indexed once per catalog."""
         names = catalog.memo.get(("prefilter-names", cls.code))
         if names is None:
             names = catalog.memo[("prefilter-names", cls.code)] = NameIndex(cls.prefilter_names(spec, catalog))
-        return names.may_match(source)
+        return names
+
+    # ------------------------------------------------------------------ regions (llmdoctor/scan/regions.py)
+
+    follows_calls: ClassVar[bool] = False  # reads which module-level functions call which (a run-once graph)
+
+    @classmethod
+    def region_may_fire(cls, spec: RuleSpec, catalog: Catalog, region: Region) -> bool:
+        """Whether a def or class body with this `region` can hold a finding of this rule, or state the rule
+        reads when reporting elsewhere (then override). Default: one of `prefilter_names` can resolve there,
+        i.e. all its parts are among the region's words."""
+        return cls.name_index(spec, catalog).may_match_words(region.words, region.text)
 
     @classmethod
     def prefilter_names(cls, spec: RuleSpec, catalog: Catalog) -> list[str]:

@@ -147,6 +147,7 @@ def _runtime_imports(body) -> list[str]:
 
 class ClientPerCall(Rule):
     code = "LLM003"
+    follows_calls = True  # a module-level function called only from module level or run-once ones runs once
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:

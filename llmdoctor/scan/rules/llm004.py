@@ -47,6 +47,10 @@ class BlockingCallInAsync(Rule):
         """Only calls executed by an `async def` are reported."""
         return ASYNC_DEF.search(source) is not None and super().may_fire(spec, catalog, source)
 
+    @classmethod
+    def region_may_fire(cls, spec, catalog, region) -> bool:
+        return region.is_async and super().region_may_fire(spec, catalog, region)
+
     def visit_Module(self, node: cst.Module) -> None:
         self._test_module = _is_test_module(node, self.table(TEST_FRAMEWORKS))
 

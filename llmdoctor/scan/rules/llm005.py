@@ -70,6 +70,26 @@ class UnsampledPayloadLogging(Rule):
         return (receivers is not None and receivers.may_match(source)) or (
             logger_names is not None and logger_names.search(source) is not None)
 
+    @classmethod
+    def region_may_fire(cls, spec, catalog, region) -> bool:
+        """A body can hold a finding when it calls a sink at a reported level (its method or function name)
+        and holds a payload: a generation call, a payload-like name, attribute or string key. A body that
+        imports an LLM SDK matters too when the module itself does not: from there on, payload-like names
+        count (`_sdk_module`)."""
+        key = ("llm005-region",)
+        gate = catalog.memo.get(key)
+        if gate is None:
+            gate = catalog.memo[key] = _region_gate(logging_knowledge(catalog), sdk_knowledge(catalog))
+        sink_words, generation, prefixes = gate
+        if region.imports and _imports_sdk(region, prefixes):
+            return True
+        if sink_words.isdisjoint(region.words):
+            return False
+        if generation.may_match_words(region.words, region.text):
+            return True
+        sinks = logging_knowledge(catalog)
+        return any(sinks.is_payload_name(word) for word in (*region.words, *region.strings))
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.sinks: LoggingKnowledge = logging_knowledge(self.catalog)
@@ -430,6 +450,34 @@ def _gate(sinks: LoggingKnowledge, knowledge) -> tuple:
     return (words(map(re.escape, sdk)) or re.compile("$^"), print_gate,
             NameIndex(functions) if functions else None, words(methods),
             NameIndex(receivers) if receivers else None, words(names))
+
+
+def _region_gate(sinks: LoggingKnowledge, knowledge) -> tuple:
+    """(sink call names at a reported level, generation calls, SDK import prefixes) for `region_may_fire`."""
+    def reported(level: int | None) -> bool:
+        return level is None or level >= sinks.min_level
+
+    names = {name.rsplit(".", 1)[-1] for name, level in sinks.functions.items() if reported(level)}
+    names |= {name for name, level in sinks.logger_methods.items() if reported(level)}
+    generation = [name for name, method in knowledge.calls.items() if method.generates]
+    generation += [path for path, method in knowledge.unknown_chains.items() if method.generates]
+    return frozenset(names), NameIndex(generation), tuple(knowledge.imports)
+
+
+def _imports_sdk(region, prefixes: tuple[str, ...]) -> bool:
+    """The body imports an SDK module while the module-level imports (bound first, before the visit) do not."""
+    def sdk(name: str) -> bool:
+        return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+    if not any(sdk(name) for name in region.imports):
+        return False
+    found = region.memo.get("llm005-module-sdk")
+    if found is None:
+        first: dict[str, str] = {}
+        for local, qualified in region.module_imports:
+            first.setdefault(local, qualified)
+        found = region.memo["llm005-module-sdk"] = any(sdk(name) for name in first.values())
+    return not found
 
 
 def _shown(func: cst.BaseExpression, callee: str | None) -> str:

@@ -69,6 +69,13 @@ class HttpCallWithoutTimeout(Rule):
             return True
         return none_literal is not None and none_literal.search(source) is not None
 
+    @classmethod
+    def region_may_fire(cls, spec, catalog, region) -> bool:
+        """Besides the names: a body defining an `HTTPAdapter` subclass or setting `<x>.request` (both give
+        the module's sessions a default timeout, read at the end of the module)."""
+        return (super().region_may_fire(spec, catalog, region) or "HTTPAdapter" in region.words
+                or "request" in region.stored_attrs)
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._knowledge: ClientKnowledge = client_knowledge(self.catalog)

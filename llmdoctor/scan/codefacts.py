@@ -1,0 +1,280 @@
+"""What CPython's own parser (`ast`, in C, ~10x faster than libcst) tells about a file, in one walk.
+
+- `CodeFacts.code_text()`: what the code spells out, for the pre-filters' second stage (prefilter.py):
+  every identifier of the grammar, every dotted attribute chain, the Python keywords, `async def` once per
+  coroutine function and `<kwarg>=None` per keyword argument given a literal None. No comments, docstrings
+  or string contents.
+- `units`: the function and class bodies that regions.py may leave out of libcst's parse, each with the
+  words it holds, the attributes it assigns, what it imports, whether it holds an `async def`; and the
+  module-level binding statements, so a body's names can be followed to what they were bound to.
+
+A unit is a def or class outside any def (module level, possibly under `if`/`try`...), or a def or class
+directly in the body of a class unit. What is inside a def belongs to that def's unit.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword as _keyword
+import re
+import warnings
+from dataclasses import dataclass, field
+
+KEYWORDS = " ".join([*_keyword.kwlist, *getattr(_keyword, "softkwlist", [])])
+
+_SCALAR_TYPES = frozenset({"identifier", "int", "string", "constant"})
+_SKIPPED_TYPES = frozenset({"expr_context", "boolop", "operator", "unaryop", "cmpop", "type_ignore"})
+
+
+def _grammar() -> tuple[dict[type, tuple[str, ...]], dict[type, tuple[str, ...]]]:
+    """Per ast node type: its fields of ASDL type `identifier`, and its fields that may hold nodes worth
+    entering (read from the classes' signatures, e.g. `FunctionDef(identifier name, arguments args, ...)`)."""
+    identifiers: dict[type, tuple[str, ...]] = {}
+    nodes: dict[type, tuple[str, ...]] = {}
+    for value in vars(ast).values():
+        if not (isinstance(value, type) and issubclass(value, ast.AST) and value.__doc__ and value._fields):
+            continue
+        signature = re.match(r"\w+\((.*)\)\s*$", value.__doc__.strip().splitlines()[0])
+        if signature is None:
+            continue
+        for declared in signature.group(1).split(","):
+            kind, _, name = declared.strip().partition(" ")
+            kind = kind.rstrip("*?")
+            if name not in value._fields:
+                continue
+            if kind == "identifier":
+                identifiers[value] = (*identifiers.get(value, ()), name)
+            elif kind not in _SCALAR_TYPES and kind not in _SKIPPED_TYPES:
+                nodes[value] = (*nodes.get(value, ()), name)
+    return identifiers, nodes
+
+
+IDENTIFIER_FIELDS, NODE_FIELDS = _grammar()
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BLOCKS = ("body", "orelse", "finalbody")  # statement lists of compound statements (plus handlers, cases)
+
+
+@dataclass(eq=False)
+class Unit:
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    parent: Unit | None  # the class unit holding this method or nested class; None at module level
+    words: set[str] = field(default_factory=set)  # identifiers, attribute and keyword names, import parts
+    strings: set[str] = field(default_factory=set)  # string constants that are identifiers (`d["messages"]`)
+    stored_attrs: set[str] = field(default_factory=set)  # `x.attr = ...` (any assignment target)
+    imports: set[str] = field(default_factory=set)  # dotted names imported inside: module, module.name
+    is_async: bool = False  # it is, or holds, an `async def`
+    children: list[Unit] = field(default_factory=list)  # class units: methods and nested classes
+    annotated: dict[str, set[str]] = field(default_factory=dict)  # class units: `name: T` -> its words
+
+    @property
+    def is_class(self) -> bool:
+        return type(self.node) is ast.ClassDef
+
+    def every_word(self) -> set[str]:
+        """Words of the unit and of everything inside (a class's methods)."""
+        if not self.children:
+            return self.words
+        words = set(self.words)
+        for child in self.children:
+            words |= child.every_word()
+        return words
+
+
+@dataclass(eq=False)
+class _Bucket:
+    words: set[str] = field(default_factory=set)
+    strings: set[str] = field(default_factory=set)
+    stored_attrs: set[str] = field(default_factory=set)
+    imports: set[str] = field(default_factory=set)
+    is_async: bool = False
+
+
+@dataclass
+class CodeFacts:
+    units: list[Unit]  # module-level units; class units hold theirs in `children`
+    words: set[str]  # outside every unit
+    extras: list[str]  # chains, `async def`, `<kwarg>=None`
+    bound_by: dict[str, set[str]]  # module-level name -> words of the statements (or headers) binding it
+    module_imports: list[tuple[str, str]]  # (local name, qualified name) of module-level imports, in order
+
+    def code_text(self) -> str:
+        words = set(self.words)
+        stack = list(self.units)
+        while stack:
+            unit = stack.pop()
+            words |= unit.words
+            stack.extend(unit.children)
+        return " ".join([KEYWORDS, *self.extras, *words])
+
+    def every_unit(self) -> list[Unit]:
+        out, stack = [], list(self.units)
+        while stack:
+            unit = stack.pop()
+            out.append(unit)
+            stack.extend(unit.children)
+        return out
+
+
+def read_code(source: str) -> tuple[CodeFacts | None, ast.Module | None]:
+    """The facts of `source`, or (None, None) when `ast` cannot parse it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences etc.: libcst's parse is the one that reports
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None, None
+    reader = _Reader()
+    reader.statements(tree.body, None, reader.outside, module_level=True)
+    facts = CodeFacts(units=reader.units, words=reader.outside.words, extras=reader.extras,
+                      bound_by=reader.bound_by, module_imports=reader.module_imports)
+    return facts, tree
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.units: list[Unit] = []
+        self.outside = _Bucket()
+        self.extras: list[str] = []
+        self.bound_by: dict[str, set[str]] = {}
+        self.module_imports: list[tuple[str, str]] = []
+
+    def statements(self, body: list, klass: Unit | None, bucket, *, module_level: bool) -> None:
+        for statement in body:
+            kind = type(statement)
+            if kind in _DEFS or kind is ast.ClassDef:
+                unit = Unit(statement, klass)
+                (klass.children if klass is not None else self.units).append(unit)
+                if kind is ast.ClassDef:
+                    self.collect([getattr(statement, name, None) for name in NODE_FIELDS[kind] if name != "body"],
+                                 unit)
+                    unit.words.add(statement.name)
+                    self.statements(statement.body, unit, unit, module_level=False)
+                    unit.is_async = unit.is_async or any(child.is_async for child in unit.children)
+                else:
+                    self.collect([statement], unit)
+                continue
+            if kind is ast.AnnAssign and klass is not None and type(statement.target) is ast.Name:
+                site = _Bucket()  # `client: OpenAI` in a class body types `self.client` in its methods
+                self.collect([statement], site)
+                klass.annotated.setdefault(statement.target.id, set()).update(site.words)
+                _merge(bucket, site)
+                continue
+            headers = [getattr(statement, name, None) for name in NODE_FIELDS.get(kind, ()) if name not in _BLOCKS
+                       and name not in ("handlers", "cases")]
+            blocks = [getattr(statement, name, None) or [] for name in _BLOCKS if name in NODE_FIELDS.get(kind, ())]
+            for handler in getattr(statement, "handlers", None) or ():  # except clauses
+                headers.extend((handler.type, handler.name and ast.Name(handler.name, ast.Store())))
+                blocks.append(handler.body)
+            for case in getattr(statement, "cases", None) or ():  # match cases
+                headers.extend((case.pattern, case.guard))
+                blocks.append(case.body)
+            if not blocks:
+                headers = [statement]
+            if module_level:
+                site = _Bucket()
+                stored = self.collect(headers, site, stores=True)
+                for name in stored:
+                    self.bound_by.setdefault(name, set()).update(site.words)
+                if kind in (ast.Import, ast.ImportFrom):
+                    self.module_imports.extend(_import_targets(statement))
+                _merge(bucket, site)
+            else:
+                self.collect(headers, bucket)
+            for block in blocks:
+                self.statements(block, klass, bucket, module_level=module_level)
+
+    def collect(self, roots: list, bucket, *, stores: bool = False) -> list[str]:
+        """Add what the subtrees under `roots` spell out to `bucket`; with `stores`, return the names they
+        bind (assignment and loop targets, walrus, `as` names, imports, match captures)."""
+        words, strings, extras = bucket.words, bucket.strings, self.extras
+        fields_of, node_fields = IDENTIFIER_FIELDS, NODE_FIELDS
+        name_node, attribute, keyword_arg, constant = ast.Name, ast.Attribute, ast.keyword, ast.Constant
+        store = ast.Store
+        stored: list[str] = []
+        stack: list = []
+        for root in roots:
+            if type(root) is list:
+                stack.extend(root)
+            elif root is not None:
+                stack.append(root)
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is constant:
+                if type(node.value) is str and node.value.isidentifier():
+                    strings.add(node.value)
+                continue
+            if node is None:
+                continue  # `None` keys of `{**d}`
+            for name in node_fields.get(kind, ()):
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    stack.extend(value)
+                elif value is not None:
+                    stack.append(value)
+            for name in fields_of.get(kind, ()):
+                value = getattr(node, name, None)
+                if value is None:
+                    continue
+                if type(value) is str:
+                    words.update(value.split("."))
+                else:
+                    for item in value:
+                        words.update(item.split("."))
+            if kind is name_node:
+                if stores and type(node.ctx) is store:
+                    stored.append(node.id)
+            elif kind is attribute:
+                extras.append(_chain(node))
+                if type(node.ctx) is store:
+                    bucket.stored_attrs.add(node.attr)
+            elif kind is keyword_arg:
+                if node.arg is not None and type(node.value) is constant and node.value.value is None:
+                    extras.append(f"{node.arg}=None")
+            elif kind is ast.AsyncFunctionDef:
+                extras.append("async def")
+                bucket.is_async = True
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                targets = _import_targets(node)
+                bucket.imports.update(qualified for _, qualified in targets)
+                if kind is ast.ImportFrom and node.module and not node.level:
+                    bucket.imports.add(node.module)
+                if stores:
+                    stored.extend(local for local, _ in targets)
+            elif stores and kind in (ast.MatchAs, ast.MatchStar) and node.name:
+                stored.append(node.name)
+            elif stores and kind is ast.MatchMapping and node.rest:
+                stored.append(node.rest)
+        return stored
+
+
+def _merge(bucket, site: _Bucket) -> None:
+    bucket.words |= site.words
+    bucket.strings |= site.strings
+    bucket.stored_attrs |= site.stored_attrs
+    bucket.imports |= site.imports
+    bucket.is_async = bucket.is_async or site.is_async
+
+
+def _import_targets(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+    """(local name, qualified name) bound by an import, as the semantic model binds them (relative and star
+    imports bind nothing it follows)."""
+    if type(node) is ast.Import:
+        return [(alias.asname, alias.name) if alias.asname else (alias.name.split(".", 1)[0],) * 2
+                for alias in node.names]
+    if node.level or not node.module:
+        return []
+    return [(alias.asname or alias.name, f"{node.module}.{alias.name}") for alias in node.names
+            if alias.name != "*"]
+
+
+def _chain(node: ast.Attribute) -> str:
+    parts = [node.attr]
+    value = node.value
+    while type(value) is ast.Attribute:
+        parts.append(value.attr)
+        value = value.value
+    if type(value) is ast.Name:
+        parts.append(value.id)
+    return ".".join(reversed(parts))

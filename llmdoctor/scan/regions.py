@@ -1,0 +1,209 @@
+"""Parse only what can matter: the def and class bodies where no enabled rule can report, and whose
+analysis cannot change a report elsewhere, are left out of libcst's parse.
+
+libcst parses at ~0.5-1 MB/s; most of a large module is bodies no rule cares about. Before parsing, the body
+of such a unit (codefacts.py: a def or class at module level, or directly in a kept class) is replaced by a
+string literal over the same lines, so every kept line keeps its text, its line number and its columns, and
+positions, suppressions and messages stay what they were. The header (decorators, parameters, defaults,
+annotations, bases) is kept: it is evaluated by the enclosing code.
+
+A unit is kept when, for some enabled rule, `Rule.region_may_fire` says a finding can be in it, judged from
+the words the unit spells out *plus* what its names were bound to elsewhere: a module-level name brings the
+words of the statements binding it (`from openai import OpenAI as O`, `client = OpenAI()`), and `self.<attr>`
+brings the words of the sibling methods (and class-level annotations) that set it. The semantic model builds
+every qualified name from those words only, so a call can resolve to a rule's name only where all its parts
+are among them. Two more dependencies between bodies are kept whole:
+- an assignment to `self.<attr>` types that attribute for every later method of the class (semantic.py), so
+  a method that sets an attribute a kept sibling reads is kept;
+- a rule that follows calls between module-level functions (`follows_calls`: LLM003's run-once graph) needs
+  every body that names a kept module-level function.
+Rules keep their other cross-body state in their own `region_may_fire` (LLM005: SDK imports inside bodies,
+LLM006: `HTTPAdapter` subclasses and `session.request = ...`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from llmdoctor.scan.codefacts import CodeFacts, Unit
+
+MIN_LINES = 3  # a body over fewer lines is kept: the saving would not pay for the bookkeeping
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+_LONE_CR = re.compile(r"\r(?!\n)")
+_INDENT = " \t\f"
+
+
+@dataclass
+class Region:
+    """What a rule may look at to decide whether a unit can matter (see `Rule.region_may_fire`)."""
+
+    words: frozenset[str]  # the unit's words and those its names bring (module-level bindings, self.<attr>)
+    strings: frozenset[str]  # identifier-like string constants in the unit (`d["messages"]`)
+    imports: frozenset[str]  # dotted names imported inside the unit
+    stored_attrs: frozenset[str]  # attributes assigned inside the unit
+    is_async: bool  # the unit is or holds an `async def`
+    module_imports: tuple[tuple[str, str], ...]  # (local, qualified) of the module-level imports, in order
+    memo: dict = field(default_factory=dict, compare=False)  # per-file cache shared by a file's regions
+
+    @cached_property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
+def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
+    """`source` with the bodies no active rule needs replaced by a string literal over the same lines."""
+    if not facts.units or _LONE_CR.search(source):
+        return source  # a lone CR: line numbering that is not worth second-guessing
+    drop = [unit for unit in _dropped_units(facts, active, catalog)]
+    if not drop:
+        return source
+    parts = _LINE_BREAK.split(source)  # text, break, text, break, ..., text
+    changed = False
+    for unit in drop:
+        span = _body_lines(unit, parts)
+        if span is None:
+            continue
+        start, end, indent = span
+        parts[2 * (start - 1)] = indent + '"""'
+        for line in range(start + 1, end):
+            parts[2 * (line - 1)] = ""
+        parts[2 * (end - 1)] = '"""'
+        changed = True
+    return "".join(parts) if changed else source
+
+
+def _body_lines(unit: Unit, parts: list[str]) -> tuple[int, int, str] | None:
+    """(first line, last line, indentation) of the unit's body when it can be replaced line for line."""
+    body = unit.node.body
+    first = body[0]
+    decorators = getattr(first, "decorator_list", None) or []
+    start = min([first.lineno, *(d.lineno for d in decorators)])
+    end = unit.node.end_lineno
+    if end is None or end - start + 1 < MIN_LINES or 2 * (end - 1) >= len(parts):
+        return None
+    line = parts[2 * (start - 1)]
+    indent = line[: len(line) - len(line.lstrip(_INDENT))]
+    code = line[len(indent):]
+    if start == first.lineno:
+        if len(indent) != first.col_offset:  # the body starts on the header's line (`def f(): ...`)
+            return None
+    elif not code.startswith("@"):
+        return None
+    previous = parts[2 * (start - 2)] if start >= 2 else ""
+    if previous.rstrip(_INDENT).endswith("\\"):
+        return None  # the body's first line continues the line above
+    return start, end, indent
+
+
+def _dropped_units(facts: CodeFacts, active, catalog) -> list[Unit]:
+    """The units to leave out: not needed, and at module level or in a kept class.
+
+    A unit is needed for its meaning when a rule may report in it (`region_may_fire`) or when it sets an
+    attribute that such a method of its class reads; it is needed for its calls alone when a rule follows
+    calls and it names a needed module-level function (only the call's place matters there, so what it
+    reads does not make its siblings needed)."""
+    context = _Context(facts)
+    follows_calls = any(getattr(cls, "follows_calls", False) for cls, _ in active)
+    kept_defs: set[str] = set()  # names of needed module-level functions
+    read_attrs: dict[int, set[str]] = {}  # id(class unit) -> words of its methods needed for their meaning
+    meaning: set[int] = set()
+    kept: set[int] = set()
+    considered = list(facts.units)  # module-level units, then the units of every kept class
+    changed = True
+    while changed:
+        changed = False
+        for unit in considered:
+            key = id(unit)
+            if key not in meaning and _needed_for_meaning(unit, context, active, catalog, read_attrs):
+                meaning.add(key)
+                changed = True
+                if unit.parent is not None and not unit.is_class:
+                    read_attrs.setdefault(id(unit.parent), set()).update(unit.words)
+            if key in kept or not (key in meaning or (
+                    follows_calls and not kept_defs.isdisjoint(context.every_word(unit)))):
+                continue
+            kept.add(key)
+            changed = True
+            if unit.is_class:
+                considered.extend(unit.children)
+            elif unit.parent is None:
+                kept_defs.add(unit.node.name)
+    return [unit for unit in considered if id(unit) not in kept]
+
+
+def _needed_for_meaning(unit: Unit, context: _Context, active, catalog, read_attrs) -> bool:
+    if unit.parent is not None and not unit.is_class and \
+            not unit.stored_attrs.isdisjoint(read_attrs.get(id(unit.parent), ())):
+        return True
+    relevant = context.relevant.get(id(unit))
+    if relevant is None:
+        region = context.region(unit)
+        relevant = context.relevant[id(unit)] = any(
+            cls.region_may_fire(spec, catalog, region) for cls, spec in active)
+    return relevant
+
+
+class _Context:
+    """Follows a unit's names to the words they were bound to (module level, `self.<attr>` in its class)."""
+
+    def __init__(self, facts: CodeFacts) -> None:
+        self.bound_by = facts.bound_by
+        self.module_imports = tuple(facts.module_imports)
+        self.memo: dict = {}
+        self.relevant: dict[int, bool] = {}
+        self._attr_sites: dict[int, dict[str, set[str]]] = {}
+        self._every: dict[int, tuple] = {}
+
+    def every_word(self, unit: Unit) -> set[str]:
+        return self._aggregate(unit)[0]
+
+    def _aggregate(self, unit: Unit) -> tuple:
+        found = self._every.get(id(unit))
+        if found is None:
+            words, strings = set(unit.words), set(unit.strings)
+            imports, stored, is_async = set(unit.imports), set(unit.stored_attrs), unit.is_async
+            for child in unit.children:
+                c_words, c_strings, c_imports, c_stored, c_async = self._aggregate(child)
+                words |= c_words
+                strings |= c_strings
+                imports |= c_imports
+                stored |= c_stored
+                is_async = is_async or c_async
+            found = self._every[id(unit)] = (words, strings, imports, stored, is_async)
+        return found
+
+    def region(self, unit: Unit) -> Region:
+        words, strings, imports, stored, is_async = self._aggregate(unit)
+        sites = self._sites(unit.parent) if unit.parent is not None and not unit.is_class else {}
+        return Region(words=frozenset(self._follow(words, sites)), strings=frozenset(strings),
+                      imports=frozenset(imports), stored_attrs=frozenset(stored), is_async=is_async,
+                      module_imports=self.module_imports, memo=self.memo)
+
+    def _follow(self, words: set[str], sites: dict[str, set[str]]) -> set[str]:
+        out = set(words)
+        work = list(words)
+        bound_by = self.bound_by
+        while work:
+            word = work.pop()
+            for more in (bound_by.get(word), sites.get(word)):
+                if more:
+                    for extra in more:
+                        if extra not in out:
+                            out.add(extra)
+                            work.append(extra)
+        return out
+
+    def _sites(self, klass: Unit) -> dict[str, set[str]]:
+        """attr -> words of the methods of `klass` that assign `<x>.attr`, and of `attr: T` in its body."""
+        found = self._attr_sites.get(id(klass))
+        if found is None:
+            found = {name: set(words) for name, words in klass.annotated.items()}
+            for child in klass.children:
+                if child.is_class:
+                    continue
+                for attr in child.stored_attrs:
+                    found.setdefault(attr, set()).update(child.words)
+            self._attr_sites[id(klass)] = found
+        return found

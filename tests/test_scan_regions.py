@@ -1,0 +1,308 @@
+"""Bodies left out of libcst's parse (llmdoctor/scan/regions.py): the text keeps every kept line where it was,
+and no finding changes, including the ones that depend on another body (each dependency has a case here,
+checked with and without the pruning; every fixture and YAML example is compared in
+tests/test_scan_prefilter_code.py, real corpora with bench/prune_check.py)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from llmdoctor.scan import engine
+from llmdoctor.scan.catalog import load_catalog
+from llmdoctor.scan.codefacts import read_code
+from llmdoctor.scan.engine import analyze_source
+from llmdoctor.scan.regions import pruned_source
+from llmdoctor.scan.rules import rule_classes
+from llmdoctor.scan.settings import ScanConfig
+
+CATALOG = load_catalog()
+
+
+def active(*codes: str):
+    classes = rule_classes()
+    return [(classes[code], CATALOG.rules[code]) for code in codes]
+
+
+def prune(source: str, *codes: str) -> str:
+    facts, _ = read_code(source)
+    return pruned_source(source, facts, active(*codes), CATALOG)
+
+
+def lines(text: str) -> list[str]:
+    return re.split(r"\r\n|\r|\n", text)
+
+
+# ------------------------------------------------------------------ the text
+
+IRRELEVANT = """\
+import json
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def load(path):
+    with open(path) as handle:
+        data = json.load(handle)
+    return data
+
+
+class Cache:
+    def __init__(self):
+        self.items = {}
+        self.hits = 0
+
+    def get(self, key):
+        self.hits += 1
+        return self.items.get(key)
+
+
+def answer(question):
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": question}])
+    return reply.choices[0].message.content
+"""
+
+
+def test_unneeded_bodies_become_a_string_over_the_same_lines() -> None:
+    pruned = prune(IRRELEVANT, "LLM001")
+    before, after = lines(IRRELEVANT), lines(pruned)
+    assert len(before) == len(after)
+    assert '    """' in after and "json.load" not in pruned and "self.hits" not in pruned
+    kept = [n for n, line in enumerate(after) if line == before[n]]
+    assert before[6] == after[6] == "def load(path):" and after[12] == "class Cache:"
+    assert after[-3:] == before[-3:]  # `answer` is kept whole
+    assert len(kept) >= len(before) - 12
+    assert prune(IRRELEVANT, "LLM001").count('"""') == 4  # load, Cache
+
+
+def test_a_needed_body_and_the_module_level_code_are_kept() -> None:
+    assert prune(IRRELEVANT, "LLM001").splitlines()[:4] == IRRELEVANT.splitlines()[:4]
+    source = IRRELEVANT.replace("json.load(handle)", "client.chat.completions.create(model='m', messages=[])")
+    assert "client.chat.completions.create(model='m'" in prune(source, "LLM001")
+
+
+@pytest.mark.parametrize("source", [
+    "def f(): x = 1; y = 2; return \\\n  x + y\n\n\n",  # the body starts on the header's line
+    "def f():\n    a = 1\n    b = 2\n",  # fewer than 3 lines
+    "import os\n\ndef f():\n    return os.getcwd()\n\n\n",  # a one-line body
+])
+def test_bodies_that_cannot_or_need_not_be_replaced_stay(source: str) -> None:
+    assert prune(source, "LLM001") == source
+
+
+def test_decorated_first_statement_tabs_crlf_and_a_lone_cr() -> None:
+    source = "import os\r\nclass A:\r\n\t@property\r\n\tdef x(self):\r\n\t\treturn os.sep\r\n\r\n\tdef y(self):\r\n\t\treturn 2\r\n"
+    pruned = prune(source, "LLM001")
+    assert pruned == 'import os\r\nclass A:\r\n\t"""\r\n\r\n\r\n\r\n\r\n"""\r\n'
+    assert len(lines(pruned)) == len(lines(source))
+    lone_cr = source.replace("\r\n", "\r")
+    assert prune(lone_cr, "LLM001") == lone_cr  # line numbering we do not second-guess: nothing pruned
+
+
+def test_a_body_continuing_the_line_above_stays() -> None:
+    source = "def f(): \\\n    return (1,\n        2,\n        3)\n"
+    assert prune(source, "LLM001") == source
+
+
+# ------------------------------------------------------------------ findings never change
+
+def findings(source: str, *codes: str, pruning: bool = True, monkeypatch=None):
+    if not pruning:
+        monkeypatch.setattr(engine, "pruned_source", lambda text, facts, rules, catalog: text)
+    result = analyze_source("app.py", textwrap.dedent(source).encode(), CATALOG, ScanConfig(select=codes))
+    assert result.errors == []
+    return [(f.rule, f.line, f.column, f.message) for f in result.findings]
+
+
+def same_with_and_without(source: str, *codes: str, monkeypatch) -> list:
+    source = textwrap.dedent(source)
+    assert prune(source, *codes) != source, "the case must have something to leave out"
+    pruned = findings(source, *codes)
+    whole = findings(source, *codes, pruning=False, monkeypatch=monkeypatch)
+    assert pruned == whole
+    return pruned
+
+
+def test_an_attribute_typed_in_another_method(monkeypatch) -> None:
+    source = """
+    from openai import OpenAI
+
+    class Bot:
+        def __init__(self):
+            self.client = OpenAI()
+            self.history = []
+            self.name = "bot"
+
+        def ask(self, question):
+            return self.client.chat.completions.create(model="m", messages=[question])
+
+        def describe(self):
+            text = self.name.upper()
+            text += "!" * 3
+            return text
+    """
+    assert same_with_and_without(source, "LLM001", monkeypatch=monkeypatch)  # __init__ kept: one finding
+
+
+def test_a_method_that_makes_the_attribute_unknown_is_kept(monkeypatch) -> None:
+    source = """
+    from openai import OpenAI
+
+    class Bot:
+        def __init__(self):
+            self.client = OpenAI()
+
+        def reset(self):
+            self.client = None
+            self.history = []
+            self.count = 0
+
+        async def ask(self, question):
+            return self.client.chat.completions.create(model="m", messages=[question])
+
+        def describe(self):
+            text = self.name.upper()
+            text += "!" * 3
+            return text
+    """
+    # LLM004 reports a sync client's call only when the receiver is known: `reset` makes it unknown
+    assert same_with_and_without(source, "LLM004", monkeypatch=monkeypatch) == []
+    assert findings(textwrap.dedent(source).replace("self.client = None", "self.other = None"), "LLM004")
+
+
+def test_a_module_level_alias(monkeypatch) -> None:
+    source = """
+    from litellm import completion as complete_fn
+
+    def ask(question):
+        messages = [{"role": "user", "content": question}]
+        reply = complete_fn(model="gpt-4o", messages=messages)
+        return reply
+
+    def unrelated(a, b):
+        total = a + b
+        total *= 2
+        return total
+    """
+    assert same_with_and_without(source, "LLM001", monkeypatch=monkeypatch)
+
+
+def test_callers_of_a_function_that_builds_a_client(monkeypatch) -> None:
+    source = """
+    from openai import OpenAI
+
+    def answer(question):
+        client = OpenAI()
+        return client.chat.completions.create(model="m", messages=[question], stream=True)
+
+    def serve(questions):
+        results = []
+        for question in questions:
+            results.append(answer(question))
+        return results
+
+    def unrelated(a, b):
+        total = a + b
+        total *= 2
+        return total
+
+    answer("warm-up")
+    """
+    assert same_with_and_without(source, "LLM003", monkeypatch=monkeypatch)  # serve kept: not run-once
+
+
+def test_a_startup_hook_registered_in_another_function(monkeypatch) -> None:
+    source = """
+    from fastapi import FastAPI
+    from openai import OpenAI
+
+    def init_clients():
+        client = OpenAI()
+        client.models.list()
+
+    def configure(application):
+        application.add_event_handler("startup", init_clients)
+        application.title = "demo"
+        return application
+
+    def unrelated(a, b):
+        total = a + b
+        total *= 2
+        return total
+    """
+    assert same_with_and_without(source, "LLM003", monkeypatch=monkeypatch) == []
+
+
+@pytest.mark.parametrize("defaults", [
+    """
+    def install_default_timeout(http):
+        class TimeoutAdapter(HTTPAdapter):
+            def send(self, *args, **kwargs):
+                kwargs.setdefault("timeout", 10)
+                return super().send(*args, **kwargs)
+        http.mount("https://", TimeoutAdapter())
+    """,
+    """
+    def install_default_timeout(http):
+        http.request = functools.partial(http.request, timeout=10)
+        http.headers["x-client"] = "demo"
+        return http
+    """,
+])
+def test_a_default_timeout_set_in_another_function(defaults: str, monkeypatch) -> None:
+    source = """
+    import functools
+    import requests
+    from requests.adapters import HTTPAdapter
+    """ + defaults + """
+    def fetch(session: requests.Session, url):
+        return session.get(url)
+
+    def unrelated(a, b):
+        total = a + b
+        total *= 2
+        return total
+    """
+    assert same_with_and_without(source, "LLM006", monkeypatch=monkeypatch) == []
+
+
+def test_an_sdk_imported_inside_another_function(monkeypatch) -> None:
+    source = """
+    import logging
+
+    logger = logging.getLogger(__name__)
+
+    def setup():
+        import openai
+        openai.api_key = "k"
+        return openai
+
+    def show(prompt):
+        logger.info("prompt: %s", prompt)
+
+    def unrelated(a, b):
+        total = a + b
+        total *= 2
+        return total
+    """
+    assert same_with_and_without(source, "LLM005", monkeypatch=monkeypatch)
+
+
+def test_only_async_bodies_matter_to_llm004(monkeypatch) -> None:
+    source = """
+    import time
+
+    def sync_wait():
+        time.sleep(1)
+        time.sleep(2)
+        return None
+
+    async def handler():
+        time.sleep(1)
+        return None
+    """
+    assert "time.sleep(2)" not in prune(textwrap.dedent(source), "LLM004")
+    assert len(same_with_and_without(source, "LLM004", monkeypatch=monkeypatch)) == 1
