@@ -8,8 +8,9 @@
   words it holds, the attributes it assigns, what it imports, whether it holds an `async def`; and the
   module-level binding statements, so a body's names can be followed to what they were bound to.
 
-A unit is a def or class outside any def (module level, possibly under `if`/`try`...), or a def or class
-directly in the body of a class unit. What is inside a def belongs to that def's unit.
+A unit is a def or class outside any def (module level, possibly under `if`/`try`...), a def or class
+directly in the body of a class unit, or a simple statement of the module's own body over `MIN_LINES` lines or
+more (a data table, a long call) that imports nothing. What is inside a def belongs to that def's unit.
 """
 
 from __future__ import annotations
@@ -51,25 +52,36 @@ def _grammar() -> tuple[dict[type, tuple[str, ...]], dict[type, tuple[str, ...]]
 
 IDENTIFIER_FIELDS, NODE_FIELDS = _grammar()
 
+MIN_LINES = 3  # a unit over fewer lines is never left out: the saving would not pay for the bookkeeping
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCKS = ("body", "orelse", "finalbody")  # statement lists of compound statements (plus handlers, cases)
 
 
 @dataclass(eq=False)
 class Unit:
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    node: ast.stmt  # a def, a class, or a simple statement of the module's body
     parent: Unit | None  # the class unit holding this method or nested class; None at module level
     words: set[str] = field(default_factory=set)  # identifiers, attribute and keyword names, import parts
     strings: set[str] = field(default_factory=set)  # string constants that are identifiers (`d["messages"]`)
     stored_attrs: set[str] = field(default_factory=set)  # `x.attr = ...` (any assignment target)
+    stored_names: set[str] = field(default_factory=set)  # names bound inside (targets, imports), not parameters
+    called: set[str] = field(default_factory=set)  # last name of every callee: `f` in f(), `create` in a.create()
+    calls: set[tuple[str, ...]] = field(default_factory=set)  # callee chains from a name: ("c", "chat", "create")
+    params: set[str] = field(default_factory=set)  # annotated parameters (may hold an instance of the annotation)
+    self_names: set[str] = field(default_factory=set)  # methods: the first parameter (`self`, `cls`)
     imports: set[str] = field(default_factory=set)  # dotted names imported inside: module, module.name
     is_async: bool = False  # it is, or holds, an `async def`
     children: list[Unit] = field(default_factory=list)  # class units: methods and nested classes
     annotated: dict[str, set[str]] = field(default_factory=dict)  # class units: `name: T` -> its words
+    alone: bool = True  # statement units: no other statement shares its first or last line
 
     @property
     def is_class(self) -> bool:
         return type(self.node) is ast.ClassDef
+
+    @property
+    def is_def(self) -> bool:
+        return type(self.node) in _DEFS
 
     def every_word(self) -> set[str]:
         """Words of the unit and of everything inside (a class's methods)."""
@@ -86,6 +98,10 @@ class _Bucket:
     words: set[str] = field(default_factory=set)
     strings: set[str] = field(default_factory=set)
     stored_attrs: set[str] = field(default_factory=set)
+    stored_names: set[str] = field(default_factory=set)
+    called: set[str] = field(default_factory=set)
+    calls: set[tuple[str, ...]] = field(default_factory=set)
+    params: set[str] = field(default_factory=set)
     imports: set[str] = field(default_factory=set)
     is_async: bool = False
 
@@ -97,6 +113,7 @@ class CodeFacts:
     extras: list[str]  # chains, `async def`, `<kwarg>=None`
     bound_by: dict[str, set[str]]  # module-level name -> words of the statements (or headers) binding it
     module_imports: list[tuple[str, str]]  # (local name, qualified name) of module-level imports, in order
+    assigned: set[str]  # names bound by module-level statements other than imports (and defs, classes)
 
     def code_text(self) -> str:
         words = set(self.words)
@@ -125,9 +142,9 @@ def read_code(source: str) -> tuple[CodeFacts | None, ast.Module | None]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None, None
     reader = _Reader()
-    reader.statements(tree.body, None, reader.outside, module_level=True)
+    reader.statements(tree.body, None, reader.outside, module_level=True, top=True)
     facts = CodeFacts(units=reader.units, words=reader.outside.words, extras=reader.extras,
-                      bound_by=reader.bound_by, module_imports=reader.module_imports)
+                      bound_by=reader.bound_by, module_imports=reader.module_imports, assigned=reader.assigned)
     return facts, tree
 
 
@@ -138,9 +155,10 @@ class _Reader:
         self.extras: list[str] = []
         self.bound_by: dict[str, set[str]] = {}
         self.module_imports: list[tuple[str, str]] = []
+        self.assigned: set[str] = set()
 
-    def statements(self, body: list, klass: Unit | None, bucket, *, module_level: bool) -> None:
-        for statement in body:
+    def statements(self, body: list, klass: Unit | None, bucket, *, module_level: bool, top: bool = False) -> None:
+        for index, statement in enumerate(body):
             kind = type(statement)
             if kind in _DEFS or kind is ast.ClassDef:
                 unit = Unit(statement, klass)
@@ -153,6 +171,10 @@ class _Reader:
                     unit.is_async = unit.is_async or any(child.is_async for child in unit.children)
                 else:
                     self.collect([statement], unit)
+                    if klass is not None:  # (a staticmethod's first parameter too: never fewer candidates)
+                        positional = [*statement.args.posonlyargs, *statement.args.args]
+                        if positional:
+                            unit.self_names.add(positional[0].arg)
                 continue
             if kind is ast.AnnAssign and klass is not None and type(statement.target) is ast.Name:
                 site = _Bucket()  # `client: OpenAI` in a class body types `self.client` in its methods
@@ -173,25 +195,35 @@ class _Reader:
                 headers = [statement]
             if module_level:
                 site = _Bucket()
-                stored = self.collect(headers, site, stores=True)
-                for name in stored:
-                    self.bound_by.setdefault(name, set()).update(site.words)
-                if kind in (ast.Import, ast.ImportFrom):
-                    self.module_imports.extend(_import_targets(statement))
-                _merge(bucket, site)
+                if top and not blocks and kind is not ast.Import and kind is not ast.ImportFrom and \
+                        (statement.end_lineno or 0) - statement.lineno + 1 >= MIN_LINES:
+                    site = Unit(statement, None, alone=_alone(body, index))
+                    self.units.append(site)
+                self.collect(headers, site)
+                if kind is ast.Import or kind is ast.ImportFrom:  # each name brings its own qualified name
+                    targets = _import_targets(statement)
+                    self.module_imports.extend(targets)
+                    for local, qualified in targets:
+                        self.bound_by.setdefault(local, set()).update((local, *qualified.split(".")))
+                else:
+                    self.assigned |= site.stored_names
+                    for name in site.stored_names:
+                        self.bound_by.setdefault(name, set()).update(site.words)
+                if type(site) is _Bucket:
+                    _merge(bucket, site)
             else:
                 self.collect(headers, bucket)
             for block in blocks:
                 self.statements(block, klass, bucket, module_level=module_level)
 
-    def collect(self, roots: list, bucket, *, stores: bool = False) -> list[str]:
-        """Add what the subtrees under `roots` spell out to `bucket`; with `stores`, return the names they
-        bind (assignment and loop targets, walrus, `as` names, imports, match captures)."""
+    def collect(self, roots: list, bucket) -> None:
+        """Add what the subtrees under `roots` spell out to `bucket`, with the names they bind (assignment
+        and loop targets, walrus, `as` names, parameters, imports, match captures) and the names they call."""
         words, strings, extras = bucket.words, bucket.strings, self.extras
+        stored, called, calls, params = bucket.stored_names, bucket.called, bucket.calls, bucket.params
         fields_of, node_fields = IDENTIFIER_FIELDS, NODE_FIELDS
-        name_node, attribute, keyword_arg, constant = ast.Name, ast.Attribute, ast.keyword, ast.Constant
+        name_node, attribute, keyword_arg, constant, call = ast.Name, ast.Attribute, ast.keyword, ast.Constant, ast.Call
         store = ast.Store
-        stored: list[str] = []
         stack: list = []
         for root in roots:
             if type(root) is list:
@@ -201,9 +233,21 @@ class _Reader:
         while stack:
             node = stack.pop()
             kind = type(node)
+            if kind is name_node:  # the most frequent nodes first, without the generic field loops
+                words.add(node.id)
+                if type(node.ctx) is store:
+                    stored.add(node.id)
+                continue
             if kind is constant:
                 if type(node.value) is str and node.value.isidentifier():
                     strings.add(node.value)
+                continue
+            if kind is attribute:
+                words.add(node.attr)
+                extras.append(_chain(node))
+                if type(node.ctx) is store:
+                    bucket.stored_attrs.add(node.attr)
+                stack.append(node.value)
                 continue
             if node is None:
                 continue  # `None` keys of `{**d}`
@@ -222,13 +266,26 @@ class _Reader:
                 else:
                     for item in value:
                         words.update(item.split("."))
-            if kind is name_node:
-                if stores and type(node.ctx) is store:
-                    stored.append(node.id)
-            elif kind is attribute:
-                extras.append(_chain(node))
-                if type(node.ctx) is store:
-                    bucket.stored_attrs.add(node.attr)
+            if kind is call:
+                chain = []  # `a.b().c(...)`: c, b, a (a call in the chain passes its callee's name on)
+                func = node.func
+                while True:
+                    part = type(func)
+                    if part is attribute:
+                        chain.append(func.attr)
+                        func = func.value
+                    elif part is call:
+                        func = func.func
+                    else:
+                        if part is name_node:
+                            chain.append(func.id)
+                            calls.add(tuple(reversed(chain)))
+                        break
+                if chain:
+                    called.add(chain[0])
+            elif kind is ast.arg:
+                if node.annotation is not None:
+                    params.add(node.arg)
             elif kind is keyword_arg:
                 if node.arg is not None and type(node.value) is constant and node.value.value is None:
                     extras.append(f"{node.arg}=None")
@@ -240,19 +297,29 @@ class _Reader:
                 bucket.imports.update(qualified for _, qualified in targets)
                 if kind is ast.ImportFrom and node.module and not node.level:
                     bucket.imports.add(node.module)
-                if stores:
-                    stored.extend(local for local, _ in targets)
-            elif stores and kind in (ast.MatchAs, ast.MatchStar) and node.name:
-                stored.append(node.name)
-            elif stores and kind is ast.MatchMapping and node.rest:
-                stored.append(node.rest)
-        return stored
+                stored.update(alias.asname or alias.name.split(".", 1)[0] for alias in node.names)
+            elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
+                stored.add(node.name)
+            elif kind is ast.MatchMapping and node.rest:
+                stored.add(node.rest)
+
+
+def _alone(body: list, index: int) -> bool:
+    statement = body[index]
+    before = body[index - 1] if index else None
+    after = body[index + 1] if index + 1 < len(body) else None
+    return (before is None or (before.end_lineno or 0) < statement.lineno) and (
+        after is None or after.lineno > (statement.end_lineno or 0))
 
 
 def _merge(bucket, site: _Bucket) -> None:
     bucket.words |= site.words
     bucket.strings |= site.strings
     bucket.stored_attrs |= site.stored_attrs
+    bucket.stored_names |= site.stored_names
+    bucket.called |= site.called
+    bucket.calls |= site.calls
+    bucket.params |= site.params
     bucket.imports |= site.imports
     bucket.is_async = bucket.is_async or site.is_async
 

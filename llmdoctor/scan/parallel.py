@@ -65,7 +65,14 @@ def _worker_analyze(path: str):
 
 
 def _chunksize(count: int, jobs: int) -> int:
-    return max(1, min(MAX_CHUNK, count // (jobs * 4)))
+    return max(1, min(MAX_CHUNK, count // (jobs * 16)))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: int) -> Iterator[tuple]:
@@ -90,8 +97,19 @@ def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: i
     jobs = min(jobs, len(files))
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
                                initargs=(catalog, config))
+    # largest files first, so that no worker is left alone with a big file at the end; results still
+    # come out in input order
+    order = sorted(range(len(files)), key=lambda index: -_size(files[index]))
+    done: dict[int, tuple] = {}
+    following = 0
     try:
-        yield from pool.map(_worker_analyze, files, chunksize=_chunksize(len(files), jobs))
+        results = pool.map(_worker_analyze, [files[index] for index in order],
+                           chunksize=_chunksize(len(files), jobs))
+        for index, result in zip(order, results):
+            done[index] = result
+            while following in done:
+                yield done.pop(following)
+                following += 1
     except BrokenProcessPool:
         raise UserError("a scan worker process died (out of memory?); rerun with --jobs 1") from None
     finally:

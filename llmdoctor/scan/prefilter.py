@@ -34,11 +34,20 @@ class NameIndex:
         self.always = False  # some name has no literal part at all: every file passes
         self.fragments_only: list[tuple[str, ...]] = []
         self.empty = True
+        self.exact_by_last: dict[str, list[tuple[str, ...]]] = {}  # names without wildcards, by last part
+        self.pattern_lasts: set[str] = set()  # last parts of wildcard names (`*` may span dots: no more known)
+        self.last_is_pattern = False  # some name ends in a wildcard part: any call may be to it
         for name in names:
             self.empty = False
             parts = name.split(".")
             if parts[0] == "builtins":
                 parts = parts[1:]
+            if not parts or "*" in parts[-1]:
+                self.last_is_pattern = True
+            elif "*" in name:
+                self.pattern_lasts.add(parts[-1])
+            else:
+                self.exact_by_last.setdefault(parts[-1], []).append(tuple(parts))
             words = tuple(p for p in parts if p and "*" not in p)
             fragments = tuple(f for p in parts if "*" in p for f in p.split("*") if f)
             if words:

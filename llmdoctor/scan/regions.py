@@ -23,16 +23,22 @@ LLM006: `HTTPAdapter` subclasses and `session.request = ...`).
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from llmdoctor.scan.codefacts import CodeFacts, Unit
+from typing import TYPE_CHECKING
 
-MIN_LINES = 3  # a body over fewer lines is kept: the saving would not pay for the bookkeeping
+from llmdoctor.scan.codefacts import MIN_LINES, CodeFacts, Unit
+
+if TYPE_CHECKING:
+    from llmdoctor.scan.prefilter import NameIndex
+
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 _LONE_CR = re.compile(r"\r(?!\n)")
 _INDENT = " \t\f"
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 @dataclass
@@ -40,6 +46,13 @@ class Region:
     """What a rule may look at to decide whether a unit can matter (see `Rule.region_may_fire`)."""
 
     words: frozenset[str]  # the unit's words and those its names bring (module-level bindings, self.<attr>)
+    called: frozenset[str]  # names it calls (`create` in `c.create()`) and what called module names bring;
+    #                         all of `words` when it calls a name bound inside it (`f = c.create; f()`)
+    calls: frozenset[tuple[str, ...]]  # callee chains: `c.chat.completions.create(...)` -> ("c", "chat", ...)
+    stored: frozenset[str]  # names bound inside (to any value: a local may hold anything)
+    params: frozenset[str]  # annotated parameters: an instance of the annotation
+    self_names: frozenset[str]  # first parameters of methods: `self.<attr>` holds an instance set elsewhere
+    module: _Module  # what the module-level code binds
     strings: frozenset[str]  # identifier-like string constants in the unit (`d["messages"]`)
     imports: frozenset[str]  # dotted names imported inside the unit
     stored_attrs: frozenset[str]  # attributes assigned inside the unit
@@ -51,12 +64,64 @@ class Region:
     def text(self) -> str:
         return " ".join(self.words)
 
+    def may_call(self, index: NameIndex, transparent: frozenset[str] = frozenset()) -> bool:
+        """Whether a call here can resolve to one of `index`'s names, as the semantic model resolves callees:
+        a chain's root is a module-level import (its qualified name, exactly), a builtin, or a name holding
+        an instance or an imported object (a local, a module-level assignment, an annotated parameter,
+        `self.<attr>`: any type before the chain's attributes; a type has two parts or more). A chain that
+        ends with a name (`chat.completions.create`) matches too: calls on an unknown receiver."""
+        if index.empty or index.always or index.last_is_pattern:
+            return True
+        for chain in self.calls:
+            last = chain[-1]
+            if len(chain) == 1:  # `f(...)`: the name f is bound to decides
+                imported = self.module.imported_as.get(last)
+                if last in self.stored or (imported is None and last in self.module.assigned):
+                    return True  # a local or module value may be bound to any callable
+                if imported is not None:
+                    last = imported.rsplit(".", 1)[-1]
+            if last in index.pattern_lasts:
+                return True
+            names = index.exact_by_last.get(last)
+            if names and any(self._resolves_to(chain, name, transparent) for name in names):
+                return True
+        return False
+
+    def _resolves_to(self, chain: tuple[str, ...], name: tuple[str, ...], transparent) -> bool:
+        """Whether the call `chain` may resolve to `name`; every way its root may be bound is tried."""
+        if tuple(part for part in chain if part not in transparent)[-len(name):] == name:
+            return True  # spelled out, or an unknown receiver's chain ending with the name
+        root, attrs = chain[0], tuple(part for part in chain[1:] if part not in transparent)
+        imported = self.module.imported_as.get(root)
+        if imported is not None and (*imported.split("."), *attrs) == name:
+            return True
+        if imported is None and root not in self.module.assigned and root in BUILTIN_NAMES \
+                and (root, *attrs) == name:
+            return True
+        if root in self.stored or (imported is None and root in self.module.assigned):
+            if not attrs or _ends_with(name, attrs, prefix=1):  # a local or module value: anything
+                return True
+        if root in self.params and attrs and _ends_with(name, attrs, prefix=2):
+            return True
+        return root in self.self_names and len(attrs) >= 2 and _ends_with(name, attrs[1:], prefix=2)
+
+
+def _ends_with(name: tuple[str, ...], tail: tuple[str, ...], *, prefix: int) -> bool:
+    """`name` is a type of `prefix` parts or more followed by `tail`."""
+    return len(name) >= len(tail) + prefix and name[len(name) - len(tail):] == tail
+
+
+@dataclass(frozen=True)
+class _Module:
+    imported_as: dict[str, str]  # local name -> qualified name of its first module-level import
+    assigned: frozenset[str]  # names bound by module-level statements other than imports
+
 
 def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
     """`source` with the bodies no active rule needs replaced by a string literal over the same lines."""
     if not facts.units or _LONE_CR.search(source):
         return source  # a lone CR: line numbering that is not worth second-guessing
-    drop = [unit for unit in _dropped_units(facts, active, catalog)]
+    drop = _dropped_units(facts, active, catalog)
     if not drop:
         return source
     parts = _LINE_BREAK.split(source)  # text, break, text, break, ..., text
@@ -75,7 +140,13 @@ def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
 
 
 def _body_lines(unit: Unit, parts: list[str]) -> tuple[int, int, str] | None:
-    """(first line, last line, indentation) of the unit's body when it can be replaced line for line."""
+    """(first line, last line, indentation) of the unit's body (a statement unit: the whole statement) when it
+    can be replaced line for line."""
+    if not (unit.is_def or unit.is_class):
+        node = unit.node
+        if not unit.alone or node.col_offset != 0 or node.end_lineno is None:
+            return None
+        return node.lineno, node.end_lineno, ""
     body = unit.node.body
     first = body[0]
     decorators = getattr(first, "decorator_list", None) or []
@@ -100,13 +171,14 @@ def _body_lines(unit: Unit, parts: list[str]) -> tuple[int, int, str] | None:
 def _dropped_units(facts: CodeFacts, active, catalog) -> list[Unit]:
     """The units to leave out: not needed, and at module level or in a kept class.
 
-    A unit is needed for its meaning when a rule may report in it (`region_may_fire`) or when it sets an
-    attribute that such a method of its class reads; it is needed for its calls alone when a rule follows
-    calls and it names a needed module-level function (only the call's place matters there, so what it
-    reads does not make its siblings needed)."""
+    A unit is needed for its meaning when a rule may report in it (`region_may_fire`), when it sets an
+    attribute that such a method of its class reads, or (a module-level statement) when it binds a name the
+    kept code uses; it is needed for its calls alone when a rule follows calls and it names a needed
+    module-level function (only the call's place matters there, so what it reads is not needed)."""
     context = _Context(facts)
     follows_calls = any(getattr(cls, "follows_calls", False) for cls, _ in active)
     kept_defs: set[str] = set()  # names of needed module-level functions
+    used = set(facts.words)  # words of the module-level code that is always kept, and of the kept units
     read_attrs: dict[int, set[str]] = {}  # id(class unit) -> words of its methods needed for their meaning
     meaning: set[int] = set()
     kept: set[int] = set()
@@ -116,7 +188,7 @@ def _dropped_units(facts: CodeFacts, active, catalog) -> list[Unit]:
         changed = False
         for unit in considered:
             key = id(unit)
-            if key not in meaning and _needed_for_meaning(unit, context, active, catalog, read_attrs):
+            if key not in meaning and _needed_for_meaning(unit, context, active, catalog, read_attrs, used):
                 meaning.add(key)
                 changed = True
                 if unit.parent is not None and not unit.is_class:
@@ -126,16 +198,19 @@ def _dropped_units(facts: CodeFacts, active, catalog) -> list[Unit]:
                 continue
             kept.add(key)
             changed = True
+            used |= unit.words
             if unit.is_class:
                 considered.extend(unit.children)
-            elif unit.parent is None:
+            elif unit.parent is None and unit.is_def:
                 kept_defs.add(unit.node.name)
     return [unit for unit in considered if id(unit) not in kept]
 
 
-def _needed_for_meaning(unit: Unit, context: _Context, active, catalog, read_attrs) -> bool:
+def _needed_for_meaning(unit: Unit, context: _Context, active, catalog, read_attrs, used) -> bool:
     if unit.parent is not None and not unit.is_class and \
             not unit.stored_attrs.isdisjoint(read_attrs.get(id(unit.parent), ())):
+        return True
+    if not (unit.is_def or unit.is_class) and not unit.stored_names.isdisjoint(used):
         return True
     relevant = context.relevant.get(id(unit))
     if relevant is None:
@@ -145,41 +220,73 @@ def _needed_for_meaning(unit: Unit, context: _Context, active, catalog, read_att
     return relevant
 
 
+@dataclass
+class _Aggregate:
+    """A unit's facts together with those of the units inside it (a class's methods)."""
+
+    words: set[str]
+    strings: set[str]
+    imports: set[str]
+    stored_attrs: set[str]
+    stored_names: set[str]
+    called: set[str]
+    calls: set[tuple[str, ...]]
+    params: set[str]
+    self_names: set[str]
+    is_async: bool
+
+    def add(self, other: _Aggregate) -> None:
+        self.words |= other.words
+        self.strings |= other.strings
+        self.imports |= other.imports
+        self.stored_attrs |= other.stored_attrs
+        self.stored_names |= other.stored_names
+        self.called |= other.called
+        self.calls |= other.calls
+        self.params |= other.params
+        self.self_names |= other.self_names
+        self.is_async = self.is_async or other.is_async
+
+
 class _Context:
     """Follows a unit's names to the words they were bound to (module level, `self.<attr>` in its class)."""
 
     def __init__(self, facts: CodeFacts) -> None:
         self.bound_by = facts.bound_by
         self.module_imports = tuple(facts.module_imports)
+        first: dict[str, str] = {}
+        for local, qualified in facts.module_imports:
+            first.setdefault(local, qualified)
+        self.module = _Module(imported_as=first, assigned=frozenset(facts.assigned))
         self.memo: dict = {}
         self.relevant: dict[int, bool] = {}
         self._attr_sites: dict[int, dict[str, set[str]]] = {}
-        self._every: dict[int, tuple] = {}
+        self._every: dict[int, _Aggregate] = {}
 
     def every_word(self, unit: Unit) -> set[str]:
-        return self._aggregate(unit)[0]
+        return self._aggregate(unit).words
 
-    def _aggregate(self, unit: Unit) -> tuple:
+    def _aggregate(self, unit: Unit) -> _Aggregate:
         found = self._every.get(id(unit))
         if found is None:
-            words, strings = set(unit.words), set(unit.strings)
-            imports, stored, is_async = set(unit.imports), set(unit.stored_attrs), unit.is_async
+            found = _Aggregate(set(unit.words), set(unit.strings), set(unit.imports), set(unit.stored_attrs),
+                               set(unit.stored_names), set(unit.called), set(unit.calls), set(unit.params),
+                               set(unit.self_names), unit.is_async)
             for child in unit.children:
-                c_words, c_strings, c_imports, c_stored, c_async = self._aggregate(child)
-                words |= c_words
-                strings |= c_strings
-                imports |= c_imports
-                stored |= c_stored
-                is_async = is_async or c_async
-            found = self._every[id(unit)] = (words, strings, imports, stored, is_async)
+                found.add(self._aggregate(child))
+            self._every[id(unit)] = found
         return found
 
     def region(self, unit: Unit) -> Region:
-        words, strings, imports, stored, is_async = self._aggregate(unit)
+        every = self._aggregate(unit)
         sites = self._sites(unit.parent) if unit.parent is not None and not unit.is_class else {}
-        return Region(words=frozenset(self._follow(words, sites)), strings=frozenset(strings),
-                      imports=frozenset(imports), stored_attrs=frozenset(stored), is_async=is_async,
-                      module_imports=self.module_imports, memo=self.memo)
+        words = self._follow(every.words, sites)
+        called = words if not every.called.isdisjoint(every.stored_names) else self._follow(every.called, {})
+        return Region(words=frozenset(words), called=frozenset(called), calls=frozenset(every.calls),
+                      stored=frozenset(every.stored_names), params=frozenset(every.params),
+                      self_names=frozenset(every.self_names), module=self.module, strings=frozenset(every.strings),
+                      imports=frozenset(every.imports), stored_attrs=frozenset(every.stored_attrs),
+                      is_async=every.is_async, module_imports=self.module_imports, memo=self.memo)
 
     def _follow(self, words: set[str], sites: dict[str, set[str]]) -> set[str]:
         out = set(words)

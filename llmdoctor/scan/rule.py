@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
-from llmdoctor.scan.prefilter import NameIndex
+from llmdoctor.scan.prefilter import IDENTIFIER, NameIndex, identifiers
 
 if TYPE_CHECKING:
     from llmdoctor.scan.catalog import Catalog, RuleSpec, Table
@@ -80,13 +80,13 @@ class Rule:
         compiled = catalog.memo.get(key)
         if compiled is None:
             compiled = catalog.memo[key] = (
-                [_word_regex([lit]) for lit in sorted(cls.required_literals(spec, catalog))],
-                _word_regex(sorted(cls.any_literals(spec, catalog))),
+                [word_test([lit]) for lit in sorted(cls.required_literals(spec, catalog)) if lit],
+                word_test(sorted(cls.any_literals(spec, catalog))),
             )
         required, any_of = compiled
-        if not all(regex.search(source) for regex in required):
+        if not all(passes(test, source) for test in required):
             return False
-        if any_of is not None and any_of.search(source) is None:
+        if any_of is not None and not passes(any_of, source):
             return False
         return cls.name_index(spec, catalog).may_match(source)
 
@@ -101,13 +101,20 @@ class Rule:
     # ------------------------------------------------------------------ regions (llmdoctor/scan/regions.py)
 
     follows_calls: ClassVar[bool] = False  # reads which module-level functions call which (a run-once graph)
+    names_are_callees: ClassVar[bool] = True  # reports calls to `prefilter_names` (not calls they only begin)
 
     @classmethod
     def region_may_fire(cls, spec: RuleSpec, catalog: Catalog, region: Region) -> bool:
         """Whether a def or class body with this `region` can hold a finding of this rule, or state the rule
-        reads when reporting elsewhere (then override). Default: one of `prefilter_names` can resolve there,
-        i.e. all its parts are among the region's words."""
-        return cls.name_index(spec, catalog).may_match_words(region.words, region.text)
+        reads when reporting elsewhere (then override). Default: all the parts of one of `prefilter_names`
+        are among the region's words and, when the rule reports calls to those names (`names_are_callees`),
+        a call there can resolve to one."""
+        from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
+
+        index = cls.name_index(spec, catalog)
+        if not index.may_match_words(region.words, region.text):
+            return False
+        return not cls.names_are_callees or region.may_call(index, sdk_knowledge(catalog).transparent)
 
     @classmethod
     def prefilter_names(cls, spec: RuleSpec, catalog: Catalog) -> list[str]:
@@ -134,13 +141,30 @@ class Rule:
         ))
 
 
-def _word_regex(literals) -> re.Pattern | None:
+WordTest = tuple[frozenset[str], tuple[str, ...], "re.Pattern | None"]
+
+
+def word_test(literals) -> WordTest | None:
+    """A test that `passes` when a text holds one of `literals` as a whole word (`os` is not in `post`), or
+    None for no literal. Identifier literals are looked up in the text's identifiers (a set, built once per
+    text): that finds every whole-word match a regex would (and a few more: `foo` in `éfoo`), so no file is
+    wrongly skipped; the others (`chat.completions.create`) go through a regex, run only when one of them
+    is a substring of the text."""
     literals = [lit for lit in literals if lit]
     if not literals:
         return None
+    plain = frozenset(lit for lit in literals if IDENTIFIER.fullmatch(lit))
+    others = tuple(lit for lit in literals if lit not in plain)
     alternatives = "|".join(
         (r"\b" if lit[0].isalnum() or lit[0] == "_" else "") + re.escape(lit)
         + (r"\b" if lit[-1].isalnum() or lit[-1] == "_" else "")
-        for lit in literals
+        for lit in others
     )
-    return re.compile(alternatives)
+    return plain, others, (re.compile(alternatives) if others else None)
+
+
+def passes(test: WordTest, source: str) -> bool:
+    plain, others, regex = test
+    if plain and not plain.isdisjoint(identifiers(source)):
+        return True
+    return regex is not None and any(lit in source for lit in others) and regex.search(source) is not None

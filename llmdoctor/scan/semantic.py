@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from llmdoctor.scan.fastwalk import children
+
 BUILTIN_NAMES = frozenset(dir(builtins))
 
 # Binding kinds
@@ -423,7 +425,7 @@ def _header_ids(roots: list[cst.CSTNode]) -> frozenset[int]:
     while stack:
         node = stack.pop()
         ids.add(id(node))
-        stack.extend(node.children)
+        stack.extend(children(node))  # `node.children` without libcst rebuilding each node
     return frozenset(ids)
 
 

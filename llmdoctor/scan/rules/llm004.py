@@ -45,7 +45,7 @@ class BlockingCallInAsync(Rule):
     @classmethod
     def may_fire(cls, spec, catalog, source: str) -> bool:
         """Only calls executed by an `async def` are reported."""
-        return ASYNC_DEF.search(source) is not None and super().may_fire(spec, catalog, source)
+        return "async" in source and ASYNC_DEF.search(source) is not None and super().may_fire(spec, catalog, source)
 
     @classmethod
     def region_may_fire(cls, spec, catalog, region) -> bool:

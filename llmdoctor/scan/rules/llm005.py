@@ -14,7 +14,7 @@ import libcst as cst
 
 from llmdoctor.scan.fastwalk import code_children
 from llmdoctor.scan.prefilter import NameIndex
-from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rule import Rule, passes, word_test
 from llmdoctor.scan.rules.payload import (
     LEVELS,
     METADATA,
@@ -59,13 +59,13 @@ class UnsampledPayloadLogging(Rule):
         if gate is None:
             gate = catalog.memo[key] = _gate(logging_knowledge(catalog), sdk_knowledge(catalog))
         sdk_words, print_gate, functions, methods, receivers, logger_names = gate
-        if sdk_words.search(source) is None:
+        if sdk_words is None or not passes(sdk_words, source):
             return False
-        if print_gate is not None and all(regex.search(source) is not None for regex in print_gate):
+        if print_gate is not None and all(test is not None and passes(test, source) for test in print_gate):
             return True
         if functions is not None and functions.may_match(source):
             return True
-        if methods is None or methods.search(source) is None:
+        if methods is None or not passes(methods, source):
             return False
         return (receivers is not None and receivers.may_match(source)) or (
             logger_names is not None and logger_names.search(source) is not None)
@@ -83,7 +83,7 @@ class UnsampledPayloadLogging(Rule):
         sink_words, generation, prefixes = gate
         if region.imports and _imports_sdk(region, prefixes):
             return True
-        if sink_words.isdisjoint(region.words):
+        if sink_words.isdisjoint(region.called):
             return False
         if generation.may_match_words(region.words, region.text):
             return True
@@ -442,13 +442,12 @@ def _gate(sinks: LoggingKnowledge, knowledge) -> tuple:
     sdk |= {path.split(".", 1)[0] for path in knowledge.unknown_chains}
     print_gate = None
     if "print" in sinks.functions and reported(sinks.functions["print"] or LEVELS["INFO"]) and sinks.print_modules:
-        print_gate = (words(["print"]), words(re.escape(m.split(".", 1)[0]) for m in sinks.print_modules))
+        print_gate = (word_test(["print"]), word_test(sorted({m.split(".", 1)[0] for m in sinks.print_modules})))
     functions = [name for name, level in sinks.functions.items() if name != "print" and reported(level)]
-    methods = [re.escape(name) for name, level in sinks.logger_methods.items() if reported(level)]
+    methods = sorted(name for name, level in sinks.logger_methods.items() if reported(level))
     receivers = [*sinks.logger_factories, *sinks.logger_objects]
     names = [*map(re.escape, sinks.logger_names), *map(_glob_to_word, sinks.logger_name_globs)]
-    return (words(map(re.escape, sdk)) or re.compile("$^"), print_gate,
-            NameIndex(functions) if functions else None, words(methods),
+    return (word_test(sorted(sdk)), print_gate, NameIndex(functions) if functions else None, word_test(methods),
             NameIndex(receivers) if receivers else None, words(names))
 
 

@@ -44,6 +44,7 @@ def _gate(knowledge: ClientKnowledge) -> tuple[NameIndex | None, re.Pattern | No
 
 class HttpCallWithoutTimeout(Rule):
     code = "LLM006"
+    names_are_callees = False  # a receiver's name begins the reported call: `requests.Session` -> `s.get()`
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
