@@ -90,7 +90,7 @@ def test_same_findings_with_and_without_every_prefilter(source: str, monkeypatch
     filtered = analyse(source)
     for cls in rule_classes().values():
         monkeypatch.setattr(cls, "may_fire", classmethod(lambda cls, spec, catalog, text: True))
-    monkeypatch.setattr(engine, "read_code", lambda text: (None, None))  # no second stage, no pruning
+    monkeypatch.setattr(engine, "read_code", lambda text: None)  # no second stage, no pruning
     unfiltered = analyse(source, load_catalog())
     assert unfiltered.parsed or not source.strip() or unfiltered.errors
     assert [(f.rule, f.line, f.column, f.message) for f in filtered.findings] == \

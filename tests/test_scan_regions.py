@@ -27,7 +27,7 @@ def active(*codes: str):
 
 
 def prune(source: str, *codes: str) -> str:
-    facts, _ = read_code(source)
+    facts = read_code(source)
     return pruned_source(source, facts, active(*codes), CATALOG)
 
 

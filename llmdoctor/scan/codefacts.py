@@ -4,9 +4,9 @@
   every identifier of the grammar, every dotted attribute chain, the Python keywords, `async def` once per
   coroutine function and `<kwarg>=None` per keyword argument given a literal None. No comments, docstrings
   or string contents.
-- `units`: the function and class bodies that regions.py may leave out of libcst's parse, each with the
-  words it holds, the attributes it assigns, what it imports, whether it holds an `async def`; and the
-  module-level binding statements, so a body's names can be followed to what they were bound to.
+- `units`: the parts regions.py may leave out of libcst's parse, each with the words it holds, the calls it
+  makes (callee chains), the names and attributes it binds, what it imports, whether it holds an
+  `async def`; and the module-level bindings, so a unit's names can be followed to what they were bound to.
 
 A unit is a def or class outside any def (module level, possibly under `if`/`try`...), a def or class
 directly in the body of a class unit, or a simple statement of the module's own body over `MIN_LINES` lines or
@@ -58,19 +58,25 @@ _BLOCKS = ("body", "orelse", "finalbody")  # statement lists of compound stateme
 
 
 @dataclass(eq=False)
-class Unit:
-    node: ast.stmt  # a def, a class, or a simple statement of the module's body
-    parent: Unit | None  # the class unit holding this method or nested class; None at module level
+class _Bucket:
+    """What a stretch of code spells out, binds and calls."""
+
     words: set[str] = field(default_factory=set)  # identifiers, attribute and keyword names, import parts
     strings: set[str] = field(default_factory=set)  # string constants that are identifiers (`d["messages"]`)
     stored_attrs: set[str] = field(default_factory=set)  # `x.attr = ...` (any assignment target)
-    stored_names: set[str] = field(default_factory=set)  # names bound inside (targets, imports), not parameters
+    stored_names: set[str] = field(default_factory=set)  # names bound (targets, imports), not parameters
     called: set[str] = field(default_factory=set)  # last name of every callee: `f` in f(), `create` in a.create()
     calls: set[tuple[str, ...]] = field(default_factory=set)  # callee chains from a name: ("c", "chat", "create")
     params: set[str] = field(default_factory=set)  # annotated parameters (may hold an instance of the annotation)
-    self_names: set[str] = field(default_factory=set)  # methods: the first parameter (`self`, `cls`)
-    imports: set[str] = field(default_factory=set)  # dotted names imported inside: module, module.name
+    imports: set[str] = field(default_factory=set)  # dotted names imported: module, module.name
     is_async: bool = False  # it is, or holds, an `async def`
+
+
+@dataclass(eq=False, kw_only=True)
+class Unit(_Bucket):
+    node: ast.stmt  # a def, a class, or a simple statement of the module's body
+    parent: Unit | None  # the class unit holding this method or nested class; None at module level
+    self_names: set[str] = field(default_factory=set)  # methods: the first parameter (`self`, `cls`)
     children: list[Unit] = field(default_factory=list)  # class units: methods and nested classes
     annotated: dict[str, set[str]] = field(default_factory=dict)  # class units: `name: T` -> its words
     alone: bool = True  # statement units: no other statement shares its first or last line
@@ -82,28 +88,6 @@ class Unit:
     @property
     def is_def(self) -> bool:
         return type(self.node) in _DEFS
-
-    def every_word(self) -> set[str]:
-        """Words of the unit and of everything inside (a class's methods)."""
-        if not self.children:
-            return self.words
-        words = set(self.words)
-        for child in self.children:
-            words |= child.every_word()
-        return words
-
-
-@dataclass(eq=False)
-class _Bucket:
-    words: set[str] = field(default_factory=set)
-    strings: set[str] = field(default_factory=set)
-    stored_attrs: set[str] = field(default_factory=set)
-    stored_names: set[str] = field(default_factory=set)
-    called: set[str] = field(default_factory=set)
-    calls: set[tuple[str, ...]] = field(default_factory=set)
-    params: set[str] = field(default_factory=set)
-    imports: set[str] = field(default_factory=set)
-    is_async: bool = False
 
 
 @dataclass
@@ -133,19 +117,19 @@ class CodeFacts:
         return out
 
 
-def read_code(source: str) -> tuple[CodeFacts | None, ast.Module | None]:
-    """The facts of `source`, or (None, None) when `ast` cannot parse it."""
+def read_code(source: str) -> CodeFacts | None:
+    """The facts of `source`, or None when `ast` cannot parse it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences etc.: libcst's parse is the one that reports
             tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None, None
+        return None
     reader = _Reader()
     reader.statements(tree.body, None, reader.outside, module_level=True, top=True)
     facts = CodeFacts(units=reader.units, words=reader.outside.words, extras=reader.extras,
                       bound_by=reader.bound_by, module_imports=reader.module_imports, assigned=reader.assigned)
-    return facts, tree
+    return facts
 
 
 class _Reader:
@@ -161,7 +145,7 @@ class _Reader:
         for index, statement in enumerate(body):
             kind = type(statement)
             if kind in _DEFS or kind is ast.ClassDef:
-                unit = Unit(statement, klass)
+                unit = Unit(node=statement, parent=klass)
                 (klass.children if klass is not None else self.units).append(unit)
                 if kind is ast.ClassDef:
                     self.collect([getattr(statement, name, None) for name in NODE_FIELDS[kind] if name != "body"],
@@ -197,7 +181,7 @@ class _Reader:
                 site = _Bucket()
                 if top and not blocks and kind is not ast.Import and kind is not ast.ImportFrom and \
                         (statement.end_lineno or 0) - statement.lineno + 1 >= MIN_LINES:
-                    site = Unit(statement, None, alone=_alone(body, index))
+                    site = Unit(node=statement, parent=None, alone=_alone(body, index))
                     self.units.append(site)
                 self.collect(headers, site)
                 if kind is ast.Import or kind is ast.ImportFrom:  # each name brings its own qualified name
@@ -209,7 +193,7 @@ class _Reader:
                     self.assigned |= site.stored_names
                     for name in site.stored_names:
                         self.bound_by.setdefault(name, set()).update(site.words)
-                if type(site) is _Bucket:
+                if type(site) is _Bucket:  # (a unit's facts stay its own)
                     _merge(bucket, site)
             else:
                 self.collect(headers, bucket)
@@ -242,12 +226,19 @@ class _Reader:
                 if type(node.value) is str and node.value.isidentifier():
                     strings.add(node.value)
                 continue
-            if kind is attribute:
-                words.add(node.attr)
-                extras.append(_chain(node))
+            if kind is attribute:  # a whole chain at once: `a.b.c` -> words b, c; the chain; then `a`
                 if type(node.ctx) is store:
                     bucket.stored_attrs.add(node.attr)
-                stack.append(node.value)
+                parts = [node.attr]
+                value = node.value
+                while type(value) is attribute:
+                    parts.append(value.attr)
+                    value = value.value
+                words.update(parts)
+                if type(value) is name_node:
+                    parts.append(value.id)
+                extras.append(".".join(reversed(parts)))  # the longest chain holds every shorter one
+                stack.append(value)
                 continue
             if node is None:
                 continue  # `None` keys of `{**d}`
@@ -336,12 +327,3 @@ def _import_targets(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
             if alias.name != "*"]
 
 
-def _chain(node: ast.Attribute) -> str:
-    parts = [node.attr]
-    value = node.value
-    while type(value) is ast.Attribute:
-        parts.append(value.attr)
-        value = value.value
-    if type(value) is ast.Name:
-        parts.append(value.id)
-    return ".".join(reversed(parts))

@@ -65,7 +65,7 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
             active.append((cls, spec))
     python_problem = facts = None
     if active:  # second stage: the same pre-filters on what the code spells out (no comments or strings)
-        facts, _ = read_code(source)
+        facts = read_code(source)
         if facts is not None:
             code = facts.code_text()
             active = [(cls, spec) for cls, spec in active if cls.may_fire(spec, catalog, code)]

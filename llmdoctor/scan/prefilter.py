@@ -107,5 +107,5 @@ def python_parse_problem(source: str) -> BaseException | None:
 
 def code_text(source: str) -> str | None:
     """What the code of `source` spells out (see above), or None when `ast` cannot parse it."""
-    facts, _ = read_code(source)
+    facts = read_code(source)
     return None if facts is None else facts.code_text()

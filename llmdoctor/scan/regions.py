@@ -1,24 +1,26 @@
-"""Parse only what can matter: the def and class bodies where no enabled rule can report, and whose
-analysis cannot change a report elsewhere, are left out of libcst's parse.
+"""Parse only what can matter: the parts of a file where no enabled rule can report, and whose analysis
+cannot change a report elsewhere, are left out of libcst's parse.
 
-libcst parses at ~0.5-1 MB/s; most of a large module is bodies no rule cares about. Before parsing, the body
-of such a unit (codefacts.py: a def or class at module level, or directly in a kept class) is replaced by a
-string literal over the same lines, so every kept line keeps its text, its line number and its columns, and
-positions, suppressions and messages stay what they were. The header (decorators, parameters, defaults,
-annotations, bases) is kept: it is evaluated by the enclosing code.
+libcst parses at ~0.5-1 MB/s; most of a large module is code no rule cares about. Before parsing, each such
+unit (codefacts.py: the body of a def or class at module level or directly in a kept class; a module-level
+statement of 3+ lines such as a data table) is replaced by a string literal over the same lines, so every
+kept line keeps its text, its line number and its columns, and positions, suppressions and messages stay
+what they were. A def's or class's header (decorators, parameters, defaults, bases) is always kept.
 
-A unit is kept when, for some enabled rule, `Rule.region_may_fire` says a finding can be in it, judged from
-the words the unit spells out *plus* what its names were bound to elsewhere: a module-level name brings the
-words of the statements binding it (`from openai import OpenAI as O`, `client = OpenAI()`), and `self.<attr>`
-brings the words of the sibling methods (and class-level annotations) that set it. The semantic model builds
-every qualified name from those words only, so a call can resolve to a rule's name only where all its parts
-are among them. Two more dependencies between bodies are kept whole:
-- an assignment to `self.<attr>` types that attribute for every later method of the class (semantic.py), so
-  a method that sets an attribute a kept sibling reads is kept;
+A unit is needed when, for some enabled rule, `Rule.region_may_fire` says a finding can be in it. The rules
+judge from what the unit spells out (CPython's ast) plus what its names were bound to elsewhere: a
+module-level name brings the words of the statements binding it (`from openai import OpenAI as O`,
+`client = OpenAI()`), `self.<attr>` the words of the sibling methods and class annotations that set it; the
+semantic model builds every qualified name from those words only. Rules that report calls to their names
+also need a call that can resolve to one (`Region.may_call`: callee chains, their roots resolved the way the
+semantic model resolves them). Dependencies between units are kept too:
+- an assignment to `self.<attr>` types that attribute for every later method of the class (semantic.py): a
+  method that sets an attribute a needed sibling reads is needed;
+- a module-level statement that binds a name the kept code uses is needed;
 - a rule that follows calls between module-level functions (`follows_calls`: LLM003's run-once graph) needs
-  every body that names a kept module-level function.
-Rules keep their other cross-body state in their own `region_may_fire` (LLM005: SDK imports inside bodies,
-LLM006: `HTTPAdapter` subclasses and `session.request = ...`).
+  every unit that names a needed module-level function.
+Rules keep their other cross-unit state in their own `region_may_fire` (LLM005: SDK imports inside
+functions; LLM006: `HTTPAdapter` subclasses and `session.request = ...`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import builtins
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-
 from typing import TYPE_CHECKING
 
 from llmdoctor.scan.codefacts import MIN_LINES, CodeFacts, Unit
@@ -43,19 +44,19 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 
 @dataclass
 class Region:
-    """What a rule may look at to decide whether a unit can matter (see `Rule.region_may_fire`)."""
+    """What a rule may look at to decide whether a unit can matter (see `Rule.region_may_fire`); read-only."""
 
-    words: frozenset[str]  # the unit's words and those its names bring (module-level bindings, self.<attr>)
-    called: frozenset[str]  # names it calls (`create` in `c.create()`) and what called module names bring;
-    #                         all of `words` when it calls a name bound inside it (`f = c.create; f()`)
-    calls: frozenset[tuple[str, ...]]  # callee chains: `c.chat.completions.create(...)` -> ("c", "chat", ...)
-    stored: frozenset[str]  # names bound inside (to any value: a local may hold anything)
-    params: frozenset[str]  # annotated parameters: an instance of the annotation
-    self_names: frozenset[str]  # first parameters of methods: `self.<attr>` holds an instance set elsewhere
+    words: set[str]  # the unit's words and those its names bring (module-level bindings, self.<attr>)
+    called: set[str]  # names it calls (`create` in `c.create()`) with what called module-level names bring
+    #                   (all of `words` when it calls a name bound inside it: `f = c.create; f()`)
+    calls: set[tuple[str, ...]]  # callee chains: `c.chat.completions.create(...)` -> ("c", "chat", ...)
+    stored: set[str]  # names bound inside (to any value: a local may hold anything)
+    params: set[str]  # annotated parameters: an instance of the annotation
+    self_names: set[str]  # first parameters of methods: `self.<attr>` holds an instance set elsewhere
     module: _Module  # what the module-level code binds
-    strings: frozenset[str]  # identifier-like string constants in the unit (`d["messages"]`)
-    imports: frozenset[str]  # dotted names imported inside the unit
-    stored_attrs: frozenset[str]  # attributes assigned inside the unit
+    strings: set[str]  # identifier-like string constants in the unit (`d["messages"]`)
+    imports: set[str]  # dotted names imported inside the unit
+    stored_attrs: set[str]  # attributes assigned inside the unit
     is_async: bool  # the unit is or holds an `async def`
     module_imports: tuple[tuple[str, str], ...]  # (local, qualified) of the module-level imports, in order
     memo: dict = field(default_factory=dict, compare=False)  # per-file cache shared by a file's regions
@@ -269,11 +270,13 @@ class _Context:
     def _aggregate(self, unit: Unit) -> _Aggregate:
         found = self._every.get(id(unit))
         if found is None:
-            found = _Aggregate(set(unit.words), set(unit.strings), set(unit.imports), set(unit.stored_attrs),
-                               set(unit.stored_names), set(unit.called), set(unit.calls), set(unit.params),
-                               set(unit.self_names), unit.is_async)
-            for child in unit.children:
-                found.add(self._aggregate(child))
+            found = _Aggregate(unit.words, unit.strings, unit.imports, unit.stored_attrs, unit.stored_names,
+                               unit.called, unit.calls, unit.params, unit.self_names, unit.is_async)
+            if unit.children:  # a class: copies, then its methods' facts (a unit's own sets are never changed)
+                found = _Aggregate(*(set(value) if isinstance(value, set) else value
+                                     for value in vars(found).values()))
+                for child in unit.children:
+                    found.add(self._aggregate(child))
             self._every[id(unit)] = found
         return found
 
@@ -282,11 +285,10 @@ class _Context:
         sites = self._sites(unit.parent) if unit.parent is not None and not unit.is_class else {}
         words = self._follow(every.words, sites)
         called = words if not every.called.isdisjoint(every.stored_names) else self._follow(every.called, {})
-        return Region(words=frozenset(words), called=frozenset(called), calls=frozenset(every.calls),
-                      stored=frozenset(every.stored_names), params=frozenset(every.params),
-                      self_names=frozenset(every.self_names), module=self.module, strings=frozenset(every.strings),
-                      imports=frozenset(every.imports), stored_attrs=frozenset(every.stored_attrs),
-                      is_async=every.is_async, module_imports=self.module_imports, memo=self.memo)
+        return Region(words=words, called=called, calls=every.calls, stored=every.stored_names,
+                      params=every.params, self_names=every.self_names, module=self.module, strings=every.strings,
+                      imports=every.imports, stored_attrs=every.stored_attrs, is_async=every.is_async,
+                      module_imports=self.module_imports, memo=self.memo)
 
     def _follow(self, words: set[str], sites: dict[str, set[str]]) -> set[str]:
         out = set(words)
