@@ -5,10 +5,13 @@
 Runs the same scan (every file, no cache, 1 job) with each speed-up switched off in turn and prints the
 CPU seconds of each configuration and the files parsed:
 
-  baseline      libcst `module.visit()` (rebuilds every node) + root-name pre-filter only
+  baseline      libcst `module.visit()` (rebuilds every node) + root-name pre-filter only, whole files
+                parsed with libcst's node validation
   +name filter  every component of a table entry must occur in the file (llmdoctor/scan/prefilter.py)
   +fastwalk     read-only traversal, trivia skipped (llmdoctor/scan/fastwalk.py), callbacks for every node
-  current       fastwalk calling back only for node types the visitor handles (what ships)
+  +handled only fastwalk calling back only for node types the visitor handles
+  +regions      only the bodies that can matter are parsed (llmdoctor/scan/regions.py)
+  current       + libcst's per-node validation skipped for its parser's trees (what ships)
 
 Findings must be identical in every configuration (checked). CPU time (time.process_time) rather than
 wall time, so the figures hold on a shared machine.
@@ -24,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llmdoctor.scan import fastwalk, prefilter, visitor
+from llmdoctor.scan import engine, fastwalk, prefilter, visitor
 from llmdoctor.scan.parallel import ScanExecutor
 from llmdoctor.scan.runner import ScanOptions, run_scan
 
@@ -47,19 +50,30 @@ def every_type_walk(root, on_visit, on_leave, wanted=(), handles=None):
     fastwalk.walk(root, on_visit, on_leave, wanted=wanted)
 
 
-CONFIGS = {
-    "baseline": (libcst_walk, False),
-    "+name filter": (libcst_walk, True),
-    "+fastwalk": (every_type_walk, True),
-    "current": (fastwalk.walk, True),
+CONFIGS = {  # walker, name filter, regions, validation skipped
+    "baseline": (libcst_walk, False, False, False),
+    "+name filter": (libcst_walk, True, False, False),
+    "+fastwalk": (every_type_walk, True, False, False),
+    "+handled only": (fastwalk.walk, True, False, False),
+    "+regions": (fastwalk.walk, True, True, False),
+    "current": (fastwalk.walk, True, True, True),
 }
+SHIPPED = (engine.pruned_source, engine._parse)
 
 
-def run(target: Path, walker, name_filter: bool):
+def _validating_parse(source):
+    import libcst as cst
+
+    return cst.parse_module(source)
+
+
+def run(target: Path, walker, name_filter: bool, regions: bool = True, skip_validation: bool = True):
     visitor.walk = walker
     original = prefilter.NameIndex.may_match
     if not name_filter:
         prefilter.NameIndex.may_match = lambda self, source: True
+    engine.pruned_source = SHIPPED[0] if regions else (lambda source, facts, active, catalog: source)
+    engine._parse = SHIPPED[1] if skip_validation else _validating_parse
     try:
         started = time.process_time()
         report = run_scan([str(target)], ScanOptions(isolated=True, respect_gitignore=False),
@@ -68,6 +82,7 @@ def run(target: Path, walker, name_filter: bool):
     finally:
         prefilter.NameIndex.may_match = original
         visitor.walk = fastwalk.walk
+        engine.pruned_source, engine._parse = SHIPPED
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,10 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run(args.dir, fastwalk.walk, True)  # warm the imports and the catalog's memo
     reference = None
-    for label, (walker, name_filter) in CONFIGS.items():
+    for label, config in CONFIGS.items():
         best = None
         for _ in range(max(1, args.repeat)):
-            seconds, report = run(args.dir, walker, name_filter)
+            seconds, report = run(args.dir, *config)
             best = seconds if best is None else min(best, seconds)
         found = [(f.path, f.line, f.column, f.rule, f.message) for f in report.findings]
         reference = found if reference is None else reference

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -296,3 +297,21 @@ def test_llm002_run_once_contexts(code):
 def test_module_level_def_replaces_an_imported_name():
     code = "from time import sleep\ndef sleep(seconds):\n    return None\nasync def f():\n    sleep(1)\n"
     assert lines(code) == []
+
+
+def test_parse_without_validation_builds_the_same_tree_and_restores_validation() -> None:
+    import libcst as cst
+
+    from llmdoctor.scan import engine
+
+    validating = cst.CSTNode.__post_init__
+    for path in sorted((Path(__file__).resolve().parents[1] / "fixtures" / "python").rglob("*.py"))[:20]:
+        source = path.read_text(encoding="utf-8")
+        assert engine._parse(source).deep_equals(cst.parse_module(source))
+        assert engine._parse(source).code == source
+    assert cst.CSTNode.__post_init__ is validating
+    with pytest.raises(cst.ParserSyntaxError):
+        engine._parse("def f(:\n")
+    assert cst.CSTNode.__post_init__ is validating
+    with pytest.raises(cst.CSTValidationError):  # hand-built nodes are still validated
+        cst.Name("not a name")

@@ -128,14 +128,15 @@ def _parse(source: str):
     `CSTNode._validate` in every node's `__post_init__`, for trees its own parser produced too (valid by
     construction; libcst's base.py notes it could skip it "when parsing a file"). ~22% of the parse."""
     import libcst as cst
-    from libcst._nodes.base import CSTNode
 
-    validating = CSTNode.__post_init__
-    CSTNode.__post_init__ = _no_validation
+    validating = cst.CSTNode.__dict__.get("__post_init__")
+    if validating is None:  # another libcst layout: parse as it wants
+        return cst.parse_module(source)
+    cst.CSTNode.__post_init__ = _no_validation
     try:
         return cst.parse_module(source)
     finally:
-        CSTNode.__post_init__ = validating
+        cst.CSTNode.__post_init__ = validating
 
 
 def _no_validation(self) -> None:
