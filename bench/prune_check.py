@@ -20,9 +20,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llmdoctor.scan import engine  # noqa: E402
-from llmdoctor.scan.catalog import load_catalog  # noqa: E402
-from llmdoctor.scan.settings import ScanConfig  # noqa: E402
+from llmdoctor.scan import engine
+from llmdoctor.scan.catalog import load_catalog
+from llmdoctor.scan.settings import ScanConfig
 
 CATALOG = load_catalog()
 CONFIG = ScanConfig()

@@ -58,7 +58,7 @@ _BLOCKS = ("body", "orelse", "finalbody")  # statement lists of compound stateme
 
 
 @dataclass(eq=False)
-class _Bucket:
+class Facts:
     """What a stretch of code spells out, binds and calls."""
 
     words: set[str] = field(default_factory=set)  # identifiers, attribute and keyword names, import parts
@@ -69,14 +69,25 @@ class _Bucket:
     calls: set[tuple[str, ...]] = field(default_factory=set)  # callee chains from a name: ("c", "chat", "create")
     params: set[str] = field(default_factory=set)  # annotated parameters (may hold an instance of the annotation)
     imports: set[str] = field(default_factory=set)  # dotted names imported: module, module.name
+    self_names: set[str] = field(default_factory=set)  # methods: the first parameter (`self`, `cls`)
     is_async: bool = False  # it is, or holds, an `async def`
+
+    def add(self, other: Facts) -> None:
+        for name in _SET_FIELDS:
+            getattr(self, name).update(getattr(other, name))
+        self.is_async = self.is_async or other.is_async
+
+    def copy(self) -> Facts:
+        return Facts(**{name: set(getattr(self, name)) for name in _SET_FIELDS}, is_async=self.is_async)
+
+
+_SET_FIELDS = tuple(name for name, spec in Facts.__dataclass_fields__.items() if name != "is_async")
 
 
 @dataclass(eq=False, kw_only=True)
-class Unit(_Bucket):
+class Unit(Facts):
     node: ast.stmt  # a def, a class, or a simple statement of the module's body
     parent: Unit | None  # the class unit holding this method or nested class; None at module level
-    self_names: set[str] = field(default_factory=set)  # methods: the first parameter (`self`, `cls`)
     children: list[Unit] = field(default_factory=list)  # class units: methods and nested classes
     annotated: dict[str, set[str]] = field(default_factory=dict)  # class units: `name: T` -> its words
     alone: bool = True  # statement units: no other statement shares its first or last line
@@ -135,7 +146,7 @@ def read_code(source: str) -> CodeFacts | None:
 class _Reader:
     def __init__(self) -> None:
         self.units: list[Unit] = []
-        self.outside = _Bucket()
+        self.outside = Facts()
         self.extras: list[str] = []
         self.bound_by: dict[str, set[str]] = {}
         self.module_imports: list[tuple[str, str]] = []
@@ -161,10 +172,10 @@ class _Reader:
                             unit.self_names.add(positional[0].arg)
                 continue
             if kind is ast.AnnAssign and klass is not None and type(statement.target) is ast.Name:
-                site = _Bucket()  # `client: OpenAI` in a class body types `self.client` in its methods
+                site = Facts()  # `client: OpenAI` in a class body types `self.client` in its methods
                 self.collect([statement], site)
                 klass.annotated.setdefault(statement.target.id, set()).update(site.words)
-                _merge(bucket, site)
+                bucket.add(site)
                 continue
             headers = [getattr(statement, name, None) for name in NODE_FIELDS.get(kind, ()) if name not in _BLOCKS
                        and name not in ("handlers", "cases")]
@@ -178,7 +189,7 @@ class _Reader:
             if not blocks:
                 headers = [statement]
             if module_level:
-                site = _Bucket()
+                site = Facts()
                 if top and not blocks and kind is not ast.Import and kind is not ast.ImportFrom and \
                         (statement.end_lineno or 0) - statement.lineno + 1 >= MIN_LINES:
                     site = Unit(node=statement, parent=None, alone=_alone(body, index))
@@ -193,8 +204,8 @@ class _Reader:
                     self.assigned |= site.stored_names
                     for name in site.stored_names:
                         self.bound_by.setdefault(name, set()).update(site.words)
-                if type(site) is _Bucket:  # (a unit's facts stay its own)
-                    _merge(bucket, site)
+                if type(site) is Facts:  # (a unit's facts stay its own)
+                    bucket.add(site)
             else:
                 self.collect(headers, bucket)
             for block in blocks:
@@ -301,18 +312,6 @@ def _alone(body: list, index: int) -> bool:
     after = body[index + 1] if index + 1 < len(body) else None
     return (before is None or (before.end_lineno or 0) < statement.lineno) and (
         after is None or after.lineno > (statement.end_lineno or 0))
-
-
-def _merge(bucket, site: _Bucket) -> None:
-    bucket.words |= site.words
-    bucket.strings |= site.strings
-    bucket.stored_attrs |= site.stored_attrs
-    bucket.stored_names |= site.stored_names
-    bucket.called |= site.called
-    bucket.calls |= site.calls
-    bucket.params |= site.params
-    bucket.imports |= site.imports
-    bucket.is_async = bucket.is_async or site.is_async
 
 
 def _import_targets(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from llmdoctor.report.model import Finding, InputError
 from llmdoctor.scan.catalog import Catalog
-from llmdoctor.scan.decoding import SourceError, decode_source
 from llmdoctor.scan.codefacts import read_code
+from llmdoctor.scan.decoding import SourceError, decode_source
 from llmdoctor.scan.prefilter import python_parse_problem
 from llmdoctor.scan.regions import pruned_source
 from llmdoctor.scan.settings import ScanConfig

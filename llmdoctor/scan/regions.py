@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from llmdoctor.scan.codefacts import MIN_LINES, CodeFacts, Unit
+from llmdoctor.scan.codefacts import MIN_LINES, CodeFacts, Facts, Unit
 
 if TYPE_CHECKING:
     from llmdoctor.scan.prefilter import NameIndex
@@ -58,7 +58,6 @@ class Region:
     imports: set[str]  # dotted names imported inside the unit
     stored_attrs: set[str]  # attributes assigned inside the unit
     is_async: bool  # the unit is or holds an `async def`
-    module_imports: tuple[tuple[str, str], ...]  # (local, qualified) of the module-level imports, in order
     memo: dict = field(default_factory=dict, compare=False)  # per-file cache shared by a file's regions
 
     @cached_property
@@ -99,9 +98,9 @@ class Region:
         if imported is None and root not in self.module.assigned and root in BUILTIN_NAMES \
                 and (root, *attrs) == name:
             return True
-        if root in self.stored or (imported is None and root in self.module.assigned):
-            if not attrs or _ends_with(name, attrs, prefix=1):  # a local or module value: anything
-                return True
+        if (root in self.stored or (imported is None and root in self.module.assigned)) and (
+                not attrs or _ends_with(name, attrs, prefix=1)):  # a local or a module value: anything
+            return True
         if root in self.params and attrs and _ends_with(name, attrs, prefix=2):
             return True
         return root in self.self_names and len(attrs) >= 2 and _ends_with(name, attrs[1:], prefix=2)
@@ -116,6 +115,7 @@ def _ends_with(name: tuple[str, ...], tail: tuple[str, ...], *, prefix: int) -> 
 class _Module:
     imported_as: dict[str, str]  # local name -> qualified name of its first module-level import
     assigned: frozenset[str]  # names bound by module-level statements other than imports
+    defined: frozenset[str]  # names of module-level defs and classes (they rebind an imported name)
 
 
 def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
@@ -221,60 +221,31 @@ def _needed_for_meaning(unit: Unit, context: _Context, active, catalog, read_att
     return relevant
 
 
-@dataclass
-class _Aggregate:
-    """A unit's facts together with those of the units inside it (a class's methods)."""
-
-    words: set[str]
-    strings: set[str]
-    imports: set[str]
-    stored_attrs: set[str]
-    stored_names: set[str]
-    called: set[str]
-    calls: set[tuple[str, ...]]
-    params: set[str]
-    self_names: set[str]
-    is_async: bool
-
-    def add(self, other: _Aggregate) -> None:
-        self.words |= other.words
-        self.strings |= other.strings
-        self.imports |= other.imports
-        self.stored_attrs |= other.stored_attrs
-        self.stored_names |= other.stored_names
-        self.called |= other.called
-        self.calls |= other.calls
-        self.params |= other.params
-        self.self_names |= other.self_names
-        self.is_async = self.is_async or other.is_async
-
-
 class _Context:
     """Follows a unit's names to the words they were bound to (module level, `self.<attr>` in its class)."""
 
     def __init__(self, facts: CodeFacts) -> None:
         self.bound_by = facts.bound_by
-        self.module_imports = tuple(facts.module_imports)
         first: dict[str, str] = {}
         for local, qualified in facts.module_imports:
             first.setdefault(local, qualified)
-        self.module = _Module(imported_as=first, assigned=frozenset(facts.assigned))
+        defined = frozenset(unit.node.name for unit in facts.units if unit.is_def or unit.is_class)
+        self.module = _Module(imported_as=first, assigned=frozenset(facts.assigned), defined=defined)
         self.memo: dict = {}
         self.relevant: dict[int, bool] = {}
         self._attr_sites: dict[int, dict[str, set[str]]] = {}
-        self._every: dict[int, _Aggregate] = {}
+        self._every: dict[int, Facts] = {}
 
     def every_word(self, unit: Unit) -> set[str]:
         return self._aggregate(unit).words
 
-    def _aggregate(self, unit: Unit) -> _Aggregate:
+    def _aggregate(self, unit: Unit) -> Facts:
+        """The unit's facts with those of the units inside it (a class's methods); never changes a unit."""
         found = self._every.get(id(unit))
         if found is None:
-            found = _Aggregate(unit.words, unit.strings, unit.imports, unit.stored_attrs, unit.stored_names,
-                               unit.called, unit.calls, unit.params, unit.self_names, unit.is_async)
-            if unit.children:  # a class: copies, then its methods' facts (a unit's own sets are never changed)
-                found = _Aggregate(*(set(value) if isinstance(value, set) else value
-                                     for value in vars(found).values()))
+            found = unit
+            if unit.children:
+                found = unit.copy()
                 for child in unit.children:
                     found.add(self._aggregate(child))
             self._every[id(unit)] = found
@@ -288,7 +259,7 @@ class _Context:
         return Region(words=words, called=called, calls=every.calls, stored=every.stored_names,
                       params=every.params, self_names=every.self_names, module=self.module, strings=every.strings,
                       imports=every.imports, stored_attrs=every.stored_attrs, is_async=every.is_async,
-                      module_imports=self.module_imports, memo=self.memo)
+                      memo=self.memo)
 
     def _follow(self, words: set[str], sites: dict[str, set[str]]) -> set[str]:
         out = set(words)

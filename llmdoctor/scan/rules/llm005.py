@@ -464,7 +464,8 @@ def _region_gate(sinks: LoggingKnowledge, knowledge) -> tuple:
 
 
 def _imports_sdk(region, prefixes: tuple[str, ...]) -> bool:
-    """The body imports an SDK module while the module-level imports (bound first, before the visit) do not."""
+    """The body imports an SDK module while the module-level imports (bound before the visit, unless a
+    module-level def or class rebinds the name) do not."""
     def sdk(name: str) -> bool:
         return any(name == p or name.startswith(p + ".") for p in prefixes)
 
@@ -472,10 +473,9 @@ def _imports_sdk(region, prefixes: tuple[str, ...]) -> bool:
         return False
     found = region.memo.get("llm005-module-sdk")
     if found is None:
-        first: dict[str, str] = {}
-        for local, qualified in region.module_imports:
-            first.setdefault(local, qualified)
-        found = region.memo["llm005-module-sdk"] = any(sdk(name) for name in first.values())
+        module = region.module
+        found = region.memo["llm005-module-sdk"] = any(
+            sdk(qualified) for local, qualified in module.imported_as.items() if local not in module.defined)
     return not found
 
 
