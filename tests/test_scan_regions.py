@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -298,3 +299,23 @@ def test_only_async_bodies_matter_to_llm004(monkeypatch) -> None:
     """
     assert "time.sleep(2)" not in prune(textwrap.dedent(source), "LLM004")
     assert len(same_with_and_without(source, "LLM004", monkeypatch=monkeypatch)) == 1
+
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = sorted((REPO / "fixtures" / "python").rglob("*.py")) + sorted((REPO / "llmdoctor").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_kept_line_is_unchanged_and_the_text_still_parses(path: Path) -> None:
+    import ast
+
+    import libcst as cst
+
+    source = path.read_text(encoding="utf-8")
+    pruned = prune(source, *sorted(rule_classes()))
+    before, after = lines(source), lines(pruned)
+    assert len(before) == len(after)
+    for old, new in zip(before, after):
+        assert new == old or new.strip() in ("", '"""')
+    ast.parse(pruned)
+    assert cst.parse_module(pruned).code == pruned
