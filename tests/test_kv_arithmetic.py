@@ -208,3 +208,48 @@ def test_longest_seq_and_largest_batch():
     m = Budget(mistral, KVShape(mistral, 2), "bf16", "bf16", 1, 8192, 16, mistral.windows, 8192,
                kv_memory=16 * GIB)
     assert m.longest_seq() is None  # every layer slides: the cache stops growing at the window
+
+
+# ------------------------------------------------------------------ weights as vLLM loads them
+
+def test_fp8_weights_keep_embeddings_norms_and_routers_in_16_bits():
+    """DeepSeek-V3 (block-wise fp8, 128 × 128 scales), tensor parallel 8, derived matrix by matrix from the
+    config (vLLM's deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa are ReplicatedLinear, the router a
+    replicated, unquantized gate with a float32 e_score_correction_bias)."""
+    from llmdoctor.kv.budget import cdiv, weights_memory
+
+    arch = PRESETS["deepseek-v3"].arch()
+    h, layers, dense, moe_layers = 7168, 61, 3, 58
+
+    def fp8(rows, cols, count=1):  # 1 byte per weight + a float32 scale per 128 × 128 block
+        return count * (rows * cols + 4 * cdiv(rows, 128) * cdiv(cols, 128))
+
+    replicated = layers * (fp8(1536, h) + fp8(512 + 64, h))  # q_a_proj, kv_a_proj_with_mqa
+    split = layers * (fp8(128 * 192, 1536) + fp8(128 * 256, 512) + fp8(h, 128 * 128))  # q_b, kv_b, o
+    split += dense * (fp8(18432, h, 2) + fp8(h, 18432))  # gate/up, down
+    split += moe_layers * 256 * (fp8(2048, h, 2) + fp8(h, 2048))  # routed experts
+    split += moe_layers * (fp8(2048, h, 2) + fp8(h, 2048))  # the shared expert
+    split += 2 * 129280 * h * 2  # embed_tokens + lm_head, bf16 (129,280 is a multiple of 64)
+    router = moe_layers * (256 * h * 2 + 256 * 4)  # bf16 gate + float32 bias
+    norms = (layers * (2 * h + 1536 + 512) + h) * 2  # 2 RMSNorms per layer, q_a / kv_a layernorms, final
+    total, per_gpu = weights_memory(arch, "fp8", tp=8, block=(128, 128))
+    assert total == split + replicated + router + norms
+    assert per_gpu == cdiv(split, 8) + replicated + router + norms
+    assert total == 673_150_611_808  # 626.9 GiB
+    assert per_gpu == 85_140_130_848  # 79.3 GiB on each of 8 GPUs: 0.9 GiB more than an even split (78.4 GiB)
+
+
+def test_16_bit_weights_are_params_times_two_with_routers_and_norms_whole_on_each_gpu():
+    from llmdoctor.kv.budget import cdiv, weights_memory
+
+    llama = PRESETS["llama-3.1-70b"].arch()
+    total, per_gpu = weights_memory(llama, "bf16", tp=4)
+    norms = (80 * 2 * 8192 + 8192) * 2
+    assert total == llama.param_count() * 2 == 141_107_412_992
+    assert per_gpu == cdiv(total - norms, 4) + norms
+    mixtral = PRESETS["mixtral-8x7b"].arch()
+    total, per_gpu = weights_memory(mixtral, "bf16", tp=2)
+    router = 32 * 4096 * 8 * 2  # ReplicatedLinear gate, 8 experts
+    norms = (32 * 2 * 4096 + 4096) * 2
+    assert total == mixtral.param_count() * 2
+    assert per_gpu == cdiv(total - router - norms, 2) + router + norms

@@ -38,6 +38,21 @@ class MoE:
 
 
 @dataclass(frozen=True)
+class Matrix:
+    """A linear layer's weight matrix (rows × cols), `count` times; `replicated`: vLLM keeps a whole copy on
+    every tensor-parallel rank (DeepSeek's latent down-projections and router), else it is split across them."""
+
+    rows: int
+    cols: int
+    count: int = 1
+    replicated: bool = False
+
+    @property
+    def params(self) -> int:
+        return self.rows * self.cols * self.count
+
+
+@dataclass(frozen=True)
 class ModelArch:
     name: str
     model_type: str
@@ -100,8 +115,52 @@ class ModelArch:
         params += h * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
         return params
 
+    def linear_matrices(self) -> list[Matrix]:
+        """The projection and MLP weight matrices of every layer: what fp8 quantization stores in 1 byte
+        (embeddings, norms, biases and MoE routers stay in 16 bits). vLLM's DeepSeek-V2/V3 keeps q_a_proj and
+        kv_a_proj_with_mqa (ReplicatedLinear) whole on each rank; every other matrix is split."""
+        h = self.hidden
+        if self.mla:
+            m = self.mla
+            qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
+            if m.q_lora_rank:
+                attention = [Matrix(m.q_lora_rank, h, replicated=True), Matrix(self.heads * qk_head, m.q_lora_rank)]
+            else:
+                attention = [Matrix(self.heads * qk_head, h)]
+            attention += [Matrix(m.kv_lora_rank + m.qk_rope_head_dim, h, replicated=True),
+                          Matrix(self.heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
+                          Matrix(h, self.heads * m.v_head_dim)]
+        else:
+            q_out, kv_out = self.heads * self.head_dim, self.kv_heads * self.head_dim
+            attention = [Matrix(q_out, h), Matrix(kv_out, h, 2), Matrix(h, q_out)]
+        matrices = [Matrix(a.rows, a.cols, a.count * self.layers, a.replicated) for a in attention]
+        moe = self.moe
+        dense_layers = self.layers if moe is None else min(moe.first_dense_layers, self.layers)
+        if dense_layers:
+            matrices += [Matrix(self.intermediate, h, 2 * dense_layers), Matrix(h, self.intermediate, dense_layers)]
+        moe_layers = self.layers - dense_layers
+        if moe is not None and moe_layers:
+            width = moe.expert_intermediate
+            matrices += [Matrix(width, h, 2 * moe.num_experts * moe_layers),
+                         Matrix(h, width, moe.num_experts * moe_layers)]
+            if moe.shared_experts:  # one MLP of width n_shared × moe_intermediate_size
+                shared = moe.shared_experts * width
+                matrices += [Matrix(shared, h, 2 * moe_layers), Matrix(h, shared, moe_layers)]
+        return matrices
+
+    def router_params(self) -> tuple[int, int]:
+        """(router weights, router biases) of the MoE layers: kept whole on each rank, never quantized."""
+        moe = self.moe
+        if moe is None:
+            return 0, 0
+        layers = self.layers - min(moe.first_dense_layers, self.layers)
+        return layers * self.hidden * moe.num_experts, (layers * moe.num_experts if moe.router_bias else 0)
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden * (1 if self.tie_embeddings else 2)
+
     def param_count(self) -> int:
-        embeddings = self.vocab * self.hidden * (1 if self.tie_embeddings else 2)
+        embeddings = self.embedding_params()
         per_layer = sum(self.attention_params() + self.mlp_params(i) + self.norms_per_layer * self.hidden
                         for i in range(self.layers))
         return embeddings + per_layer + self.hidden  # + final norm

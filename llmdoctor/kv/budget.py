@@ -36,8 +36,50 @@ def model_dtype(arch: ModelArch, config: dict | None = None) -> str:
     return "bf16" if dtype == "fp32" else dtype
 
 
+def fp8_block(config: dict | None) -> tuple[int, int] | None:
+    """`quantization_config.weight_block_size` of a block-wise fp8 checkpoint (DeepSeek-V3: 128 × 128)."""
+    quant = (config or {}).get("quantization_config")
+    block = quant.get("weight_block_size") if isinstance(quant, dict) else None
+    if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
+        return block[0], block[1]
+    return None
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+VOCAB_PADDING = 64  # vLLM's VocabParallelEmbedding / ParallelLMHead pad the vocabulary to a multiple of 64
+
+
+def weights_memory(arch: ModelArch, dtype: str, tp: int, block: tuple[int, int] | None = None) -> tuple[int, int]:
+    """(bytes of all weights, bytes on each tensor-parallel GPU) as vLLM loads them.
+
+    Every weight is stored in `dtype`, except with fp8 weights (a checkpoint's `quant_method: fp8`, or
+    `--quantization fp8`): only the projection and MLP matrices take 1 byte, plus a float32 scale per
+    `block` (block-wise checkpoints) or per matrix; embeddings, the LM head, norms and MoE routers stay in
+    16 bits. MoE router biases are float32. Embeddings and the LM head are split by vocabulary (padded to a
+    multiple of 64), matrices by rows or columns; DeepSeek's latent down-projections, the routers and the
+    norms are whole on every GPU."""
+    fp8 = dtype == "fp8"
+    plain = 2 if fp8 else DTYPE_BYTES[dtype]  # what is not quantized
+    split = replicated = 0
+    for matrix in arch.linear_matrices():
+        size = matrix.params * (1 if fp8 else plain)
+        if fp8:
+            scales = cdiv(matrix.rows, block[0]) * cdiv(matrix.cols, block[1]) if block else 1
+            size += 4 * scales * matrix.count
+        if matrix.replicated:
+            replicated += size
+        else:
+            split += size
+    vocab = cdiv(arch.vocab, VOCAB_PADDING) * VOCAB_PADDING
+    split += vocab * arch.hidden * (1 if arch.tie_embeddings else 2) * plain
+    router, router_bias = arch.router_params()
+    norms_and_biases = (arch.param_count() - arch.embedding_params() - router - router_bias
+                        - sum(matrix.params for matrix in arch.linear_matrices()))
+    replicated += (router + norms_and_biases) * plain + router_bias * 4
+    return split + replicated, cdiv(split, tp) + replicated
 
 
 @dataclass(frozen=True)
@@ -159,14 +201,15 @@ class Budget:
     max_num_batched_tokens: int
     kv_memory: int | None = None
     memory_source: dict = field(default_factory=dict)
+    fp8_block: tuple[int, int] | None = None  # block-wise fp8 weights: the scale block (weight_block_size)
 
     @property
     def weights_bytes(self) -> int:
-        return self.arch.param_count() * DTYPE_BYTES[self.dtype]
+        return weights_memory(self.arch, self.dtype, self.shape.tp, self.fp8_block)[0]
 
     @property
     def weights_per_gpu(self) -> int:
-        return cdiv(self.weights_bytes, self.shape.tp)
+        return weights_memory(self.arch, self.dtype, self.shape.tp, self.fp8_block)[1]
 
     def sequence_bytes(self, seq: int | None = None) -> int:
         return sequence_bytes(self.shape, self.seq if seq is None else seq, self.block_size, self.windows)

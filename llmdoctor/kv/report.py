@@ -136,8 +136,10 @@ def render_text(b: Budget, source: str, out: TextIO) -> None:
                                                     f"(block size {b.block_size})")
     if b.window_savings:
         table.add_row("sliding windows save", format_size(b.window_savings))
-    table.add_row("weights", f"{format_size(b.weights_bytes)} ({a.param_count() / 1e9:,.2f}B params × "
-                             f"{b.dtype}), {format_size(b.weights_per_gpu)} per GPU")
+    stored = (f"{b.dtype} matrices with float32 scales; embeddings, norms and routers in 16 bits"
+              if b.dtype == "fp8" else b.dtype)
+    table.add_row("weights", f"{format_size(b.weights_bytes)} ({a.param_count() / 1e9:,.2f}B params, "
+                             f"{stored}), {format_size(b.weights_per_gpu)} per GPU")
     if b.kv_memory is not None:
         table.add_row("KV memory", f"{format_size(b.kv_memory)} per GPU ({escape(b.memory_source['how'])})")
         headroom = b.kv_memory - b.total_bytes
