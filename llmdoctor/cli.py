@@ -50,13 +50,19 @@ _register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code. Bad input (UserError) is one line on stderr and exit 2.
+    """Run the CLI and return its exit code. Bad input (UserError) is one line on stderr and exit 2; with
+    `--format json` also `{"error": "..."}` on stdout, so a JSON reader always gets JSON.
 
     Usage errors (unknown option, bad choice) are reported by typer itself with exit code 2.
     """
+    args = sys.argv[1:] if argv is None else argv
     try:
         app(args=argv, prog_name="llmdoctor", standalone_mode=True)
     except UserError as err:
+        if _wants_json(args):
+            import json
+
+            sys.stdout.write(json.dumps({"error": str(err)}) + "\n")
         typer.echo(f"llmdoctor: error: {err}", err=True)
         return err.exit_code
     except SystemExit as done:
@@ -65,6 +71,13 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return code if isinstance(code, int) else 1
     return 0
+
+
+def _wants_json(args: list[str]) -> bool:
+    for index, arg in enumerate(args):
+        if arg == "--format=json" or (arg == "--format" and args[index + 1:index + 2] == ["json"]):
+            return True
+    return False
 
 
 def run() -> None:

@@ -17,3 +17,21 @@ def test_unknown_command_exits_2_without_traceback(cli):
     result = cli("no-such-command")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+def test_bad_input_with_format_json_also_prints_a_json_error(cli, tmp_path):
+    import json
+
+    cases = [
+        ("kv-budget", "--model", "no-such-model", "--bs", "1", "--seq", "8", "--format", "json"),
+        ("scan", "--format=json", str(tmp_path / "missing.toml"), "--config", str(tmp_path / "missing.toml")),
+    ]
+    for args in cases:
+        result = cli(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+        assert result.stderr.startswith("llmdoctor: error: ")
+        error = json.loads(result.stdout)["error"]
+        assert error and error in result.stderr
+    text = cli("kv-budget", "--model", "no-such-model", "--bs", "1", "--seq", "8")
+    assert text.returncode == 2 and text.stdout == ""

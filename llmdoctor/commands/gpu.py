@@ -50,10 +50,7 @@ def gpu(
     try:
         snapshot = collect()
     except NvmlUnavailable as err:
-        if fmt == "json":
-            sys.stdout.write(json.dumps({"error": str(err)}) + "\n")
-        typer.echo(f"llmdoctor: error: {err}", err=True)
-        raise typer.Exit(2) from None
+        raise UserError(str(err)) from None  # one line on stderr; `{"error": ...}` too with --format json
     placements = None
     if budget is not None:
         from llmdoctor.gpu import plan

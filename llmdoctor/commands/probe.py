@@ -65,15 +65,8 @@ def probe(
     from llmdoctor.probe import run_probe
     from llmdoctor.probe.render import render_text, to_json
 
-    try:
-        result = run_probe(url, method=chosen_method, headers=headers, content=content, timeout=timeout,
-                           min_events=min_events, trials=trials, expect_done=expect_done)
-    except UserError as err:  # could not probe: JSON readers get the reason too, as with `gpu`
-        if fmt == "json":
-            import json
-
-            sys.stdout.write(json.dumps({"error": str(err)}) + "\n")
-        raise
+    result = run_probe(url, method=chosen_method, headers=headers, content=content, timeout=timeout,
+                       min_events=min_events, trials=trials, expect_done=expect_done)
     if fmt == "json":
         sys.stdout.write(to_json(result) + "\n")
     else:
