@@ -52,6 +52,7 @@ class Scope:
     attribute_types: dict[str, str | None] = field(default_factory=dict)  # class scopes: self.<attr> -> type
     owner_class: Scope | None = None  # methods: the class scope they are defined in
     header_ids: frozenset[int] = frozenset()  # decorators, defaults, annotations: run in the outer scope
+    global_names: set[str] = field(default_factory=set)  # functions: names declared `global` / `nonlocal`
 
     @property
     def is_function(self) -> bool:
@@ -386,6 +387,13 @@ class SemanticModel:
 
     def leave_scope(self) -> None:
         self.scopes.pop()
+
+    def note_global(self, node: cst.Global | cst.Nonlocal) -> None:
+        """`global x` / `nonlocal x`: assignments to x in this function outlive the call."""
+        for scope in reversed(self.scopes):
+            if scope.is_function:
+                scope.global_names.update(name.name.value for name in node.names)
+                return
 
     def note_await(self, node: cst.Await) -> None:
         if isinstance(node.expression, cst.Call):

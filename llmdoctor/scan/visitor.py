@@ -14,7 +14,7 @@ _STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 # every type on_visit / on_leave below react to (keep in sync): other nodes are walked through silently
 _MODEL_TYPES = (*_STATEMENT_TYPES, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Await, cst.Call, cst.For,
                 cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.WithItem, cst.Import, cst.ImportFrom,
-                cst.ExceptHandler)
+                cst.ExceptHandler, cst.Global, cst.Nonlocal)
 
 
 class BatchedVisitor(cst.CSTVisitor):
@@ -95,6 +95,7 @@ _VISIT_ACTIONS = (
     (cst.FunctionDef, SemanticModel.enter_function), (cst.Lambda, SemanticModel.enter_lambda),
     (cst.ClassDef, SemanticModel.enter_class), (cst.Await, SemanticModel.note_await),
     (cst.Call, SemanticModel.note_call), (cst.For, _bind_for),
+    ((cst.Global, cst.Nonlocal), SemanticModel.note_global),
 )
 _LEAVE_ACTIONS = (
     ((cst.FunctionDef, cst.Lambda, cst.ClassDef), lambda context, node: context.leave_scope()),

@@ -35,7 +35,6 @@ class _Frame:
     candidates: list[_Candidate] = field(default_factory=list)
     escaped_names: set[str] = field(default_factory=set)
     escaped_calls: set[int] = field(default_factory=set)
-    global_names: set[str] = field(default_factory=set)
 
 
 class TokenizerPerCall(Rule):
@@ -86,7 +85,7 @@ class TokenizerPerCall(Rule):
         stored = False
         for target in targets:
             if isinstance(target, cst.Name):
-                if target.value in frame.global_names:
+                if target.value in frame.scope.global_names:
                     stored = True
                 elif isinstance(value, cst.Call):
                     self._assigned_to[id(value)] = target.value
@@ -94,14 +93,6 @@ class TokenizerPerCall(Rule):
                 stored = True
         if stored:
             self._escape(value, frame, top=True)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        if self._frames:
-            self._frames[-1].global_names.update(n.name.value for n in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        if self._frames:
-            self._frames[-1].global_names.update(n.name.value for n in node.names)
 
     def visit_Return(self, node: cst.Return) -> None:
         if self._frames and node.value is not None:
@@ -191,7 +182,7 @@ class TokenizerPerCall(Rule):
             if id(candidate.call) in frame.escaped_calls:
                 continue
             if candidate.bound_to is not None and (candidate.bound_to in frame.escaped_names
-                                                   or candidate.bound_to in frame.global_names):
+                                                   or candidate.bound_to in frame.scope.global_names):
                 continue
             self._report(candidate, frame.scope)
 

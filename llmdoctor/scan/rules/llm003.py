@@ -47,7 +47,6 @@ class _Frame:
     candidates: list[_Candidate] = field(default_factory=list)
     sources: dict[str, set[str]] = field(default_factory=dict)  # local name -> what flowed into it
     escaped: set[str] = field(default_factory=set)  # "n:<name>" / "c:<id(call)>" whose value flows out
-    global_names: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -265,7 +264,7 @@ class ClientPerCall(Rule):
             return
         for target in targets:
             if isinstance(target, cst.Name):
-                if target.value in frame.global_names:
+                if target.value in frame.scope.global_names:
                     frame.escaped |= flows
                 else:
                     frame.sources.setdefault(target.value, set()).update(flows)
@@ -275,14 +274,6 @@ class ClientPerCall(Rule):
                 self._assign([target.value], value)
             else:  # self.x = ..., app.state.x = ..., cache[key] = ...
                 frame.escaped |= flows
-
-    def visit_Global(self, node: cst.Global) -> None:
-        if self._frames:
-            self._frames[-1].global_names.update(n.name.value for n in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        if self._frames:
-            self._frames[-1].global_names.update(n.name.value for n in node.names)
 
     def visit_Return(self, node: cst.Return) -> None:
         if self._frames and node.value is not None:
