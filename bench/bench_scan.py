@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("LLMDOCTOR_CACHE_DIR", None)
     print(f"machine: {machine()}")
-    version = subprocess.run([*llmdoctor, "--version"], capture_output=True, text=True, env=env).stdout.strip()
+    version = subprocess.run([*llmdoctor, "--version"], capture_output=True, text=True, env=env,
+                             check=False).stdout.strip()
     print(f"tool:    {version}")
     for name in ("ruff", "fixit", "flake8-async"):
         path = tool(name, args.tools_bin)

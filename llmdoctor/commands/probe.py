@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
 def probe(
     url: str = typer.Argument(..., metavar="URL", help="The endpoint to probe, e.g. https://llm.example.com/v1/chat/completions."),
     method: str = typer.Option(None, "--method", "-X", metavar="METHOD", help="HTTP method (default GET, or POST with a body)."),
-    header: list[str] = typer.Option(None, "--header", "-H", metavar="'NAME: VALUE'", help="A request header 'Name: value' "  # noqa: B008
+    header: list[str] = typer.Option(None, "--header", "-H", metavar="'NAME: VALUE'", help="A request header 'Name: value' "
                                      "(repeatable). Secret values never appear in the output."),
     data: str = typer.Option(None, "--data", "-d", metavar="BODY", help="Request body, as is; @FILE reads a file, @- stdin."),
     json_body: str = typer.Option(None, "--json", metavar="JSON", help="JSON request body (validated, sent with Content-Type: "

@@ -13,7 +13,7 @@ MODES = ("auto", "text", "request")
 
 
 def tokens(
-    paths: list[str] | None = typer.Argument(  # noqa: B008 - typer's way of declaring arguments
+    paths: list[str] | None = typer.Argument(
         None, metavar="PATHS...", help="Files, directories (walked like scan) or - for stdin."
     ),
     encoding: str | None = typer.Option(

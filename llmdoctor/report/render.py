@@ -245,6 +245,6 @@ def render_github(report: Report, out: TextIO) -> None:
     for e in report.errors:
         props = f"file={_escape_property(_repo_path(e.path, root))}" + (f",line={e.line}" if e.line else "")
         out.write(f"::error {props},title=llmdoctor::{_escape_data(e.reason)}\n")
-    for notice in report.notices:  # skipped files: a CI log must say what was not checked
-        out.write(f"::notice title=llmdoctor::{_escape_data(notice)}\n")
+    # skipped files: a CI log must say what was not checked
+    out.writelines(f"::notice title=llmdoctor::{_escape_data(notice)}\n" for notice in report.notices)
     out.write(summary_line(report) + "\n")

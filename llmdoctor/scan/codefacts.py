@@ -65,9 +65,9 @@ class Facts:
     strings: set[str] = field(default_factory=set)  # string constants that are identifiers (`d["messages"]`)
     stored_attrs: set[str] = field(default_factory=set)  # `x.attr = ...` (any assignment target)
     stored_names: set[str] = field(default_factory=set)  # names bound (targets, imports), not parameters
-    called: set[str] = field(default_factory=set)  # last name of every callee: `f` in f(), `create` in a.create()
-    calls: set[tuple[str, ...]] = field(default_factory=set)  # callee chains from a name: ("c", "chat", "create")
-    params: set[str] = field(default_factory=set)  # annotated parameters (may hold an instance of the annotation)
+    called: set[str] = field(default_factory=set)  # each callee's last name: `f` in f(), `create` in a.create()
+    calls: set[tuple[str, ...]] = field(default_factory=set)  # callee chains from a name: ("c", "create")
+    params: set[str] = field(default_factory=set)  # annotated parameters (an instance of the annotation)
     imports: set[str] = field(default_factory=set)  # dotted names imported: module, module.name
     self_names: set[str] = field(default_factory=set)  # methods: the first parameter (`self`, `cls`)
     is_async: bool = False  # it is, or holds, an `async def`

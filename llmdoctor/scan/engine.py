@@ -115,7 +115,7 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
         result.errors.append(InputError(
             path, f"expressions nested too deeply to analyse (over {DEEP_RECURSION_LIMIT} levels of "
                   "recursion, e.g. a very long `a + b + c ...` chain); the file was not checked"))
-    except Exception as err:  # a bug in a rule must not stop the scan of the other files
+    except Exception as err:  # noqa: BLE001 - a bug in a rule must not stop the scan of the other files
         result.findings = []
         result.errors.append(InputError(
             path, f"internal error while analysing this file ({type(err).__name__}: {err}); "

@@ -85,7 +85,7 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode] | Sequence[cst.CSTNode]:
     """`node.children` (same nodes, same order) without rebuilding `node`."""
     cls = type(node)
     entry = _getters.get(cls)
-    names, getter = entry if entry is not None else _fields_of(cls)
+    _, getter = entry if entry is not None else _fields_of(cls)
     values = getter(node)
     node_types = _node_types
     present = []

@@ -21,7 +21,7 @@ def rule_classes() -> dict[str, type[Rule]]:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.code:
-                if value.__module__ == module.__name__:
-                    found[value.code] = value
+            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.code \
+                    and value.__module__ == module.__name__:
+                found[value.code] = value
     return found
