@@ -63,13 +63,27 @@ def test_statement_local_positions_equal_whole_module_positions(source):
     assert fast == slow
 
 
-def test_small_files_use_the_whole_module_provider_and_agree():
+def test_small_files_agree_with_the_whole_module_provider():
     source = "import time\nasync def f():\n    time.sleep(1)\n"
     module = cst.parse_module(source)
     collector = _Collect()
     module.visit(collector)
-    assert P.positions_for(module, source, collector.found) == P.positions_for(
-        module, source, collector.found, min_chars=0)
+    whole = P._whole_module(module, [n for pair in collector.found for n in pair])
+    assert P.positions_for(module, source, collector.found) == whole
+    assert P.positions_for(module, source, collector.found, min_chars=10**9) == whole
+
+
+def test_a_statement_that_does_not_render_as_written_falls_back_to_the_whole_module():
+    source = "if a:\n    pass\nelif c(1):\n    d(2)\n"
+    module = cst.parse_module(source)
+    collector = _Collect()
+    module.visit(collector)
+    elif_call = [(n, s) for n, s in collector.found if isinstance(n, cst.Call) and n.func.value == "c"]
+    assert P._by_statement(module, source, elif_call)[id(elif_call[0][0])].start_line == 3  # rendered in its if
+    text = source.replace("d(2)", "d( 2)")  # not what the tree renders: every rendered line is checked
+    assert P._by_statement(module, text, collector.found) is None
+    assert P.positions_for(module, text, collector.found) == P._whole_module(
+        module, [n for pair in collector.found for n in pair])
 
 
 def test_ast_warnings_are_not_printed(recwarn):
