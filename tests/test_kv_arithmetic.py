@@ -253,3 +253,10 @@ def test_16_bit_weights_are_params_times_two_with_routers_and_norms_whole_on_eac
     norms = (32 * 2 * 4096 + 4096) * 2
     assert total == mixtral.param_count() * 2
     assert per_gpu == cdiv(total - router - norms, 2) + router + norms
+    qwen = PRESETS["qwen2.5-7b"].arch()  # 4 kv heads on 8 GPUs: each holds one k and one v head
+    total, per_gpu = weights_memory(qwen, "bf16", tp=8)
+    kv = 28 * 2 * (4 * 128) * 3584 * 2  # 28 layers, k and v, 4 heads × 128, hidden 3584, bf16
+    small = (qwen.param_count() - qwen.embedding_params() - sum(m.params for m in qwen.linear_matrices())) * 2
+    assert small == (28 * (2 * 3584 + 3584 + 2 * 512) + 3584) * 2  # norms and the q/k/v biases, kept whole
+    assert total == qwen.param_count() * 2
+    assert per_gpu == cdiv(total - kv - small, 8) + kv // 4 + small

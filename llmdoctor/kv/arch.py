@@ -40,12 +40,14 @@ class MoE:
 @dataclass(frozen=True)
 class Matrix:
     """A linear layer's weight matrix (rows × cols), `count` times; `replicated`: vLLM keeps a whole copy on
-    every tensor-parallel rank (DeepSeek's latent down-projections and router), else it is split across them."""
+    every tensor-parallel rank (DeepSeek's latent down-projections), else it splits it across them, into at
+    most `heads` parts (k and v: with fewer kv heads than ranks, each rank holds one head)."""
 
     rows: int
     cols: int
     count: int = 1
     replicated: bool = False
+    heads: int | None = None
 
     @property
     def params(self) -> int:
@@ -132,8 +134,8 @@ class ModelArch:
                           Matrix(h, self.heads * m.v_head_dim)]
         else:
             q_out, kv_out = self.heads * self.head_dim, self.kv_heads * self.head_dim
-            attention = [Matrix(q_out, h), Matrix(kv_out, h, 2), Matrix(h, q_out)]
-        matrices = [Matrix(a.rows, a.cols, a.count * self.layers, a.replicated) for a in attention]
+            attention = [Matrix(q_out, h), Matrix(kv_out, h, 2, heads=self.kv_heads), Matrix(h, q_out)]
+        matrices = [Matrix(a.rows, a.cols, a.count * self.layers, a.replicated, a.heads) for a in attention]
         moe = self.moe
         dense_layers = self.layers if moe is None else min(moe.first_dense_layers, self.layers)
         if dense_layers:

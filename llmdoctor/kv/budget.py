@@ -59,27 +59,31 @@ def weights_memory(arch: ModelArch, dtype: str, tp: int, block: tuple[int, int] 
     `--quantization fp8`): only the projection and MLP matrices take 1 byte, plus a float32 scale per
     `block` (block-wise checkpoints) or per matrix; embeddings, the LM head, norms and MoE routers stay in
     16 bits. MoE router biases are float32. Embeddings and the LM head are split by vocabulary (padded to a
-    multiple of 64), matrices by rows or columns; DeepSeek's latent down-projections, the routers and the
-    norms are whole on every GPU."""
+    multiple of 64), matrices by rows or columns (k and v into at most one part per kv head: with fewer kv
+    heads than GPUs, each GPU holds one head); DeepSeek's latent down-projections, the routers, the norms
+    and the biases (a few MB at most) are counted whole on every GPU."""
     fp8 = dtype == "fp8"
     plain = 2 if fp8 else DTYPE_BYTES[dtype]  # what is not quantized
-    split = replicated = 0
+    total = split = whole = 0  # all bytes; bytes split evenly across the GPUs; bytes on each GPU besides
     for matrix in arch.linear_matrices():
         size = matrix.params * (1 if fp8 else plain)
         if fp8:
             scales = cdiv(matrix.rows, block[0]) * cdiv(matrix.cols, block[1]) if block else 1
             size += 4 * scales * matrix.count
+        total += size
         if matrix.replicated:
-            replicated += size
+            whole += size
+        elif matrix.heads is not None and matrix.heads < tp:
+            whole += cdiv(size, matrix.heads)
         else:
             split += size
     vocab = cdiv(arch.vocab, VOCAB_PADDING) * VOCAB_PADDING
-    split += vocab * arch.hidden * (1 if arch.tie_embeddings else 2) * plain
+    embeddings = vocab * arch.hidden * (1 if arch.tie_embeddings else 2) * plain
     router, router_bias = arch.router_params()
     norms_and_biases = (arch.param_count() - arch.embedding_params() - router - router_bias
                         - sum(matrix.params for matrix in arch.linear_matrices()))
-    replicated += (router + norms_and_biases) * plain + router_bias * 4
-    return split + replicated, cdiv(split, tp) + replicated
+    small = (router + norms_and_biases) * plain + router_bias * 4
+    return total + embeddings + small, cdiv(split + embeddings, tp) + whole + small
 
 
 @dataclass(frozen=True)
