@@ -233,3 +233,19 @@ def test_config_from_an_endless_device_is_refused(cli):
     r = cli("kv-budget", "--config", "/dev/zero", timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--config: /dev/zero is larger than 16 MiB: not a config.json" in r.stderr
+
+
+def test_a_batch_that_fits_only_at_steady_state_sliding_windows_is_flagged(cli):
+    # mistral-7b: every layer slides (window 4096), 128 KiB per token. At 32,768 tokens a sequence holds
+    # 4,096 tokens per layer once decoding (16 x 4,096 x 128 KiB = 8 GiB: fits 10 GiB), but vLLM counts
+    # min(4095 + 8192, 32768) = 12,287 tokens -> (ceil(12287 / 16) + 1) x 16 x 128 KiB = 1,612,709,888 B per
+    # request: 10 GiB / that = 6.66 requests at once.
+    r = cli("kv-budget", "--model", "mistral-7b", "--bs", "16", "--seq", "32768", "--kv-mem", "10GiB",
+            "--format", "json")
+    data = json.loads(r.stdout)
+    assert r.returncode == 0 and data["fits"]
+    assert round(data["max_concurrency"], 2) == round(10 * 2**30 / 1_612_709_888, 2) == 6.66
+    assert any("at most 6 requests of 32,768 tokens" in w for w in data["warnings"])
+    short = json.loads(cli("kv-budget", "--model", "mistral-7b", "--bs", "16", "--seq", "4096", "--kv-mem",
+                           "10GiB", "--format", "json").stdout)
+    assert short["warnings"] == []  # at 4,096 tokens the request never outgrows its window

@@ -48,6 +48,13 @@ def warnings(b: Budget) -> list[str]:
                      f"({b.arch.max_position:,}); vLLM refuses such a --max-model-len")
     if b.kv_memory is not None and b.kv_memory <= 0:
         found.append("no memory is left for the KV cache: the weights and overhead exceed total × utilization")
+    elif b.kv_memory is not None and b.vllm_starts() and b.fits(b.batch, b.seq) \
+            and any(w is not None for w in b.windows) and b.batch > int(b.max_concurrency()):
+        found.append(f"the batch fits once every sequence holds only its sliding windows, but vLLM counts "
+                     f"window − 1 + --max-batched-tokens ({b.max_num_batched_tokens:,}) tokens per sliding "
+                     f"layer for each request (what a prefill chunk can hold: its 'Maximum concurrency' "
+                     f"figure, and the admission gate of recent releases): at most {int(b.max_concurrency())} "
+                     f"requests of {b.seq:,} tokens run at once, the others wait")
     return found
 
 
