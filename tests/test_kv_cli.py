@@ -249,3 +249,23 @@ def test_a_batch_that_fits_only_at_steady_state_sliding_windows_is_flagged(cli):
     short = json.loads(cli("kv-budget", "--model", "mistral-7b", "--bs", "16", "--seq", "4096", "--kv-mem",
                            "10GiB", "--format", "json").stdout)
     assert short["warnings"] == []  # at 4,096 tokens the request never outgrows its window
+
+
+def test_fp8_block_scales_come_from_the_config(cli, tmp_path):
+    # the fixture's quantization_config: fp8, weight_block_size [128, 128] (derivation of the figures in
+    # tests/test_kv_arithmetic.py::test_fp8_weights_keep_embeddings_norms_and_routers_in_16_bits)
+    r = cli("kv-budget", "--config", str(FIXTURES / "models" / "deepseek-v3"), "--tp", "8", "--format", "json")
+    data = _json(r)
+    assert (data["weights_bytes"], data["weights_bytes_per_gpu"]) == (673_150_611_808, 85_140_130_848)
+    config = json.loads((FIXTURES / "models" / "deepseek-v3" / "config.json").read_text())
+    for bad in ([128], [128, 0], ["128", "128"], "128x128", [True, 128]):
+        config["quantization_config"]["weight_block_size"] = bad
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        r = cli("kv-budget", "--config", str(tmp_path / "config.json"), "--tp", "8")
+        assert r.returncode == 2, bad
+        assert "config.json: `quantization_config.weight_block_size` must be two positive integers" in r.stderr
+        assert "Traceback" not in r.stderr
+    del config["quantization_config"]["weight_block_size"]  # per-tensor fp8: one scale per matrix
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    data = _json(cli("kv-budget", "--config", str(tmp_path / "config.json"), "--tp", "8", "--format", "json"))
+    assert data["weights_bytes"] == 672_987_439_008

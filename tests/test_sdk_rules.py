@@ -118,6 +118,9 @@ def test_unknown_receivers_match_only_specific_chains():
     (lambda d: d["clients"][0].pop("async"), "clients[0].async"),
     (lambda d: d["clients"][0].update(methods=["nope"]), "clients[0].methods"),
     (lambda d: d["clients"][0].update(colour="red"), "clients[0].colour"),
+    (lambda d: d["clients"].insert(0, "openai.OpenAI"), "clients[0]"),
+    (lambda d: d["method_sets"]["openai"].update(shape="x"), "method_sets.openai.shape"),
+    (lambda d: d["method_sets"].update(extra=["chat.create"]), "method_sets.extra"),
     (lambda d: d["method_sets"]["openai"]["generation"]["chat.completions.create"].update(strem_twin="x"),
      "method_sets.openai.generation.chat.completions.create.strem_twin"),
 ])

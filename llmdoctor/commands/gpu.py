@@ -79,14 +79,15 @@ def _usable(placements) -> int:
 
 def _budget(model, config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens):
     from llmdoctor.kv.budget import Budget
-    from llmdoctor.kv.model import make_shape, resolve_dtypes, resolve_model
+    from llmdoctor.kv.model import make_shape, resolve_dtypes, resolve_model, weights_block
 
-    arch, _source, raw = resolve_model(model, config)
+    arch, source, raw = resolve_model(model, config)
     weights_dtype, cache_dtype = resolve_dtypes(arch, raw, dtype, kv_dtype)
     shape = make_shape(arch, cache_dtype, tp)
     if seq is None:  # vLLM's default --max-model-len: the model's own context length
         seq = arch.max_position or 4096
-    return Budget(arch, shape, weights_dtype, cache_dtype, 1, seq, block_size, arch.windows, max_batched_tokens)
+    return Budget(arch, shape, weights_dtype, cache_dtype, 1, seq, block_size, arch.windows, max_batched_tokens,
+                  fp8_block=weights_block(raw, source, weights_dtype))
 
 
 def _placement_dict(p) -> dict:

@@ -46,8 +46,8 @@ def kv_budget(
     if list_models:
         _list_models(fmt)
         return
-    from llmdoctor.kv.budget import Budget, fp8_block, kv_memory_from_gpu
-    from llmdoctor.kv.model import make_shape, resolve_dtypes, resolve_model
+    from llmdoctor.kv.budget import Budget, kv_memory_from_gpu
+    from llmdoctor.kv.model import make_shape, resolve_dtypes, resolve_model, weights_block
     from llmdoctor.kv.report import render_text, to_dict
     from llmdoctor.sizes import parse_size
 
@@ -56,7 +56,7 @@ def kv_budget(
     shape = make_shape(arch, cache_dtype, tp)
     windows = (None,) * arch.layers if no_sliding_window else arch.windows
     budget = Budget(arch, shape, weights_dtype, cache_dtype, bs, seq, block_size, windows, max_batched_tokens,
-                    fp8_block=fp8_block(raw) if weights_dtype == "fp8" else None)
+                    fp8_block=weights_block(raw, source, weights_dtype))
     if kv_mem is not None and gpu_mem is not None:
         raise UserError("give either --kv-mem or --gpu-mem, not both")
     if not 0 < utilization <= 1:

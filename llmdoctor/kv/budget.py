@@ -36,15 +36,6 @@ def model_dtype(arch: ModelArch, config: dict | None = None) -> str:
     return "bf16" if dtype == "fp32" else dtype
 
 
-def fp8_block(config: dict | None) -> tuple[int, int] | None:
-    """`quantization_config.weight_block_size` of a block-wise fp8 checkpoint (DeepSeek-V3: 128 × 128)."""
-    quant = (config or {}).get("quantization_config")
-    block = quant.get("weight_block_size") if isinstance(quant, dict) else None
-    if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
-        return block[0], block[1]
-    return None
-
-
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -27,6 +27,20 @@ def resolve_model(model: str | None, config: str | None) -> tuple[ModelArch, str
     raise UserError("give --model NAME (see --list-models) or --config PATH to a Hugging Face config.json")
 
 
+def weights_block(config: dict, source: str, weights_dtype: str) -> tuple[int, int] | None:
+    """The scale block of block-wise fp8 weights (`quantization_config.weight_block_size`, DeepSeek-V3:
+    128 × 128), or None (other weights, or one scale per matrix)."""
+    quant = config.get("quantization_config")
+    block = quant.get("weight_block_size") if isinstance(quant, dict) else None
+    if weights_dtype != "fp8" or block is None:
+        return None
+    if not (isinstance(block, list) and len(block) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
+        raise UserError(f"{source}: `quantization_config.weight_block_size` must be two positive integers "
+                        f"such as [128, 128], got {block!r}")
+    return block[0], block[1]
+
+
 def resolve_dtypes(arch: ModelArch, config: dict, dtype: str, kv_dtype: str) -> tuple[str, str]:
     if dtype not in WEIGHT_DTYPES:
         raise UserError(f"--dtype: {dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}")

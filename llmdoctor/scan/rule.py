@@ -23,7 +23,7 @@ from llmdoctor.scan.prefilter import IDENTIFIER, NameIndex, identifiers
 if TYPE_CHECKING:
     from llmdoctor.scan.catalog import Catalog, RuleSpec, Table
     from llmdoctor.scan.regions import Region
-    from llmdoctor.scan.semantic import SemanticModel
+    from llmdoctor.scan.semantic import Scope, SemanticModel
 
 
 @dataclass
@@ -35,6 +35,16 @@ class PendingFinding:
     severity: str
     fix: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def frame_of(frames: list, scope: Scope | None):
+    """The innermost of a rule's per-function `frames` (objects with a `.scope`) that belongs to `scope`."""
+    if scope is None:
+        return None
+    for frame in reversed(frames):
+        if frame.scope is scope:
+            return frame
+    return None
 
 
 def root_names(names) -> set[str]:

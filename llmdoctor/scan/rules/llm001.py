@@ -26,7 +26,7 @@ class NonStreamingGeneration(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         knowledge = sdk_knowledge(self.catalog)
-        method = _resolve(knowledge, self.context.callee_name(node), node)
+        method = resolve_method(knowledge, self.context.callee_name(node), node)
         if method is None or method.kind != "generation":
             return
         if _streams_or_unknowable(node, method) or _exempt(node, method.exempt):
@@ -49,7 +49,8 @@ class NonStreamingGeneration(Rule):
         )
 
 
-def _resolve(knowledge: SdkKnowledge, callee: str | None, node: cst.Call) -> Method | None:
+def resolve_method(knowledge: SdkKnowledge, callee: str | None, node: cst.Call) -> Method | None:
+    """The SDK method `node` calls: its resolved callee, else its attribute chain on an unknown receiver."""
     method = knowledge.lookup(callee)
     if method is None:
         chain = attribute_chain(node.func)

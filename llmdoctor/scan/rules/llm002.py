@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from llmdoctor.scan.rule import Rule
+from llmdoctor.scan.rule import Rule, frame_of
 from llmdoctor.scan.semantic import Scope
 
 CONSTRUCTORS = "tokenizer_constructors"
@@ -161,15 +161,7 @@ class TokenizerPerCall(Rule):
 
     def _frame_executing(self, node: cst.Call) -> _Frame | None:
         """The frame of the function that evaluates `node` (a default value belongs to the outer one)."""
-        if not self._frames:
-            return None
-        function = self.context.executing_function(node)
-        if function is None:
-            return None
-        for frame in reversed(self._frames):
-            if frame.scope is function:
-                return frame
-        return None
+        return frame_of(self._frames, self.context.executing_function(node))
 
     def leave_Call(self, node: cst.Call) -> None:
         if self._open and self._open[-1] == id(node):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from llmdoctor.scan.rule import Rule, root_names
+from llmdoctor.scan.rule import Rule, frame_of, root_names
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
 from llmdoctor.scan.semantic import Scope, dotted_name
 
@@ -398,13 +398,7 @@ class ClientPerCall(Rule):
                     self._startup_names.add(hook_name.rsplit(".", 1)[-1])
 
     def _frame_executing(self, node: cst.Call) -> _Frame | None:
-        function = self.context.executing_function(node)
-        if function is None:
-            return None
-        for frame in reversed(self._frames):
-            if frame.scope is function:
-                return frame
-        return None
+        return frame_of(self._frames, self.context.executing_function(node))
 
     def _finish(self, frame: _Frame) -> None:
         if not frame.candidates or id(frame.scope) in self._once or self._lifetime.rarely_called(frame.scope):

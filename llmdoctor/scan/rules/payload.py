@@ -196,11 +196,9 @@ def attribute_chain(expr: cst.BaseExpression) -> list[str]:
 
 def generation_method(knowledge: SdkKnowledge, callee: str | None, node: cst.Call) -> Method | None:
     """The generating SDK method `node` calls (known receiver, or a generation-specific chain), else None."""
-    method = knowledge.lookup(callee)
-    if method is None:
-        chain = attribute_chain(node.func)
-        if chain:
-            method = knowledge.lookup_unknown(".".join(part.removesuffix("()") for part in chain))
+    from llmdoctor.scan.rules.llm001 import resolve_method
+
+    method = resolve_method(knowledge, callee, node)
     return method if method is not None and method.generates else None
 
 

@@ -196,6 +196,13 @@ def validate(stem: str, doc: dict, source: str | None = None) -> None:
     def fail(key: str, problem: str) -> UserError:
         return UserError(f"rules file {source or stem + '.yaml'}: key '{key}': {problem}")
 
+    def check_keys(where: str, value: Any, allowed: set[str]) -> None:
+        if not isinstance(value, dict):
+            raise fail(where, "must be a mapping")
+        unknown = set(value) - allowed
+        if unknown:
+            raise fail(f"{where}.{min(unknown)}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
     sets = doc.get("method_sets") or {}
     if not isinstance(sets, dict):
         raise fail("method_sets", "must be a mapping of method-set name -> methods")
@@ -205,11 +212,7 @@ def validate(stem: str, doc: dict, source: str | None = None) -> None:
             raise fail(key, "must be a list")
         for index, entry in enumerate(entries):
             where = f"{key}[{index}]"
-            if not isinstance(entry, dict):
-                raise fail(where, "must be a mapping")
-            unknown = set(entry) - RECEIVER_KEYS
-            if unknown:
-                raise fail(f"{where}.{min(unknown)}", f"unknown key (allowed: {', '.join(sorted(RECEIVER_KEYS))})")
+            check_keys(where, entry, RECEIVER_KEYS)
             if key == "clients" and not _dotted_list(entry.get("constructors")):
                 raise fail(f"{where}.constructors", "a client needs a list of qualified constructor names")
             if key == "modules" and not (isinstance(entry.get("module"), str) and DOTTED.match(entry["module"])):
@@ -223,11 +226,7 @@ def validate(stem: str, doc: dict, source: str | None = None) -> None:
                     raise fail(f"{where}.methods", f"no method set named '{set_name}'")
     for set_name, method_set in sets.items():
         where = f"method_sets.{set_name}"
-        if not isinstance(method_set, dict):
-            raise fail(where, "must be a mapping")
-        unknown = set(method_set) - METHOD_SET_KEYS
-        if unknown:
-            raise fail(f"{where}.{min(unknown)}", f"unknown key (allowed: {', '.join(sorted(METHOD_SET_KEYS))})")
+        check_keys(where, method_set, METHOD_SET_KEYS)
         unknown = set(method_set.get("exempt_when") or {}) - EXEMPT_KEYS
         if unknown:
             raise fail(f"{where}.exempt_when.{min(unknown)}", "unknown key")
