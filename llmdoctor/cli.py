@@ -14,6 +14,11 @@ import typer
 from llmdoctor import __version__
 from llmdoctor.errors import UserError
 
+try:  # typer >= 0.26 vendors click; before, it depends on it
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
+
 app = typer.Typer(
     name="llmdoctor",
     help="Find the quiet mistakes that make LLM serving slow, expensive or OOM-killed.",
@@ -33,16 +38,16 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(
-        False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+        False, "--version", "-V", callback=_version_callback, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
     """Find the quiet mistakes that make LLM serving slow, expensive or OOM-killed."""
 
 
 def _register_commands() -> None:
-    from llmdoctor.commands import gpu, kv, nginx, probe, scan, tokens
+    from llmdoctor.commands import catalog, gpu, kv, nginx, probe, scan, tokens
 
-    for module in (scan, nginx, probe, kv, gpu, tokens):
+    for module in (scan, catalog, nginx, probe, kv, gpu, tokens):
         module.register(app)
 
 
@@ -50,27 +55,41 @@ _register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code. Bad input (UserError) is one line on stderr and exit 2; with
-    `--format json` also `{"error": "..."}` on stdout, so a JSON reader always gets JSON.
+    """Run the CLI and return its exit code.
 
-    Usage errors (unknown option, bad choice) are reported by typer itself with exit code 2.
+    One error style for everything the user can get wrong: bad input (UserError) and usage errors (an
+    unknown option, a bad value, a missing argument) are one `llmdoctor: error: ...` line on stderr and exit
+    2; with `--format json` also `{"error": "..."}` on stdout, so a JSON reader always gets JSON.
     """
     args = sys.argv[1:] if argv is None else argv
     try:
-        app(args=argv, prog_name="llmdoctor", standalone_mode=True)
+        code = app(args=list(args), prog_name="llmdoctor", standalone_mode=False)
     except UserError as err:
-        if _wants_json(args):
-            import json
+        return _error(str(err), args, err.exit_code)
+    except click_exceptions.NoArgsIsHelpError as err:
+        err.show()
+        return 2
+    except click_exceptions.UsageError as err:
+        message = err.format_message().rstrip(".")
+        message = message[:1].lower() + message[1:]
+        where = err.ctx.command_path if err.ctx is not None else "llmdoctor"
+        return _error(f"{message}; see `{where} --help`", args, 2)
+    except click_exceptions.ClickException as err:
+        return _error(err.format_message(), args, err.exit_code)
+    except typer.Abort:
+        return _error("aborted", args, 130)
+    except SystemExit as done:  # rich on a closed pipe (`llmdoctor rules | head -1`)
+        return done.code if isinstance(done.code, int) else 1
+    return code if isinstance(code, int) else 0
 
-            sys.stdout.write(json.dumps({"error": str(err)}) + "\n")
-        typer.echo(f"llmdoctor: error: {err}", err=True)
-        return err.exit_code
-    except SystemExit as done:
-        code = done.code
-        if code is None:
-            return 0
-        return code if isinstance(code, int) else 1
-    return 0
+
+def _error(message: str, args: list[str], code: int) -> int:
+    if _wants_json(args):
+        import json
+
+        sys.stdout.write(json.dumps({"error": message}) + "\n")
+    typer.echo(f"llmdoctor: error: {message}", err=True)
+    return code
 
 
 def _wants_json(args: list[str]) -> bool:

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from types import ModuleType
 from typing import Any
 
+from llmdoctor.sizes import GIB
+
 
 class NvmlUnavailable(Exception):
     """NVML could not be used: the one-line message says what was looked for and what to check."""
@@ -269,3 +271,29 @@ def plan(snapshot: Snapshot, layout: Any, weights_per_gpu: int, overhead: int, u
             layout.max_concurrency(kv_memory, seq, max_num_batched_tokens) if kv_memory > 0 else 0.0,
         ))
     return result
+
+
+def usable(placements: list[Placement]) -> int:
+    """Devices where vLLM starts with room for one request of the max model length."""
+    return sum(1 for p in placements if p.starts and p.max_concurrency >= 1)
+
+
+def problems(placements: list[Placement], tp: int, utilization: float) -> list[dict]:
+    """GPU001/GPU002 per device, GPU003 when fewer than `tp` devices qualify (rules/gpu00N.yaml)."""
+    found = []
+    for p in placements:
+        if not p.starts:
+            found.append({"rule": "GPU001", "severity": "warning", "device": p.device, "message": (
+                f"{p.device}: vLLM will not start: free {p.free / GIB:.2f} GiB < total × {utilization} = "
+                f"{p.requested / GIB:.2f} GiB")})
+        elif p.kv_memory <= 0 or p.max_concurrency < 1:
+            room = ("no room for a KV cache: weights + overhead exceed total × utilization" if p.kv_memory <= 0
+                    else f"the KV cache ({p.kv_cache_tokens:,} tokens) cannot hold one request")
+            found.append({"rule": "GPU002", "severity": "warning", "device": p.device,
+                          "message": f"{p.device}: {room}"})
+    count = usable(placements)
+    if count < tp:
+        found.append({"rule": "GPU003", "severity": "error", "message": (
+            f"tp={tp} needs {tp} devices where vLLM starts with room for one request; {count} of the "
+            f"{len(placements)} here qualify")})
+    return found

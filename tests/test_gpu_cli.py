@@ -84,7 +84,7 @@ def test_model_check_tp2_fails_exit_1(fake_gpu):
     assert "Free memory on device (9.15/79.65 GiB) on startup is less than desired GPU memory utilization " \
            "(0.9, 71.68 GiB)" in r.stdout
     # the exit code is explained in the text, not left to the reader
-    assert "not enough GPUs: tp=2 needs 2 devices where vLLM starts with room for one request; 1 of the 2 here " \
+    assert "not enough GPUs (GPU003): tp=2 needs 2 devices where vLLM starts with room for one request; 1 of the 2 here " \
            "qualify" in r.stdout
 
 

@@ -76,7 +76,7 @@ def test_sliding_window_savings_reported(cli):
 
 
 def test_config_file_and_kv_dtype(cli):
-    r = cli("kv-budget", "--config", str(FIXTURES / "models" / "deepseek-v3"), "--kv-dtype", "fp8",
+    r = cli("kv-budget", "--model-config", str(FIXTURES / "models" / "deepseek-v3"), "--kv-dtype", "fp8",
             "--tp", "8", "--format", "json")
     data = _json(r)
     assert data["kv_bytes_per_token"] == 576 * 61  # MLA latent, 1 byte, not sharded
@@ -101,7 +101,7 @@ def test_list_models(cli):
     (("--model", "llama-3.1-8b", "--kv-mem", "1GiB", "--gpu-mem", "80GB"), "either --kv-mem or --gpu-mem"),
     (("--model", "llama-3.1-8b", "--tp", "3"), "do not split evenly"),
     (("--model", "llama-3.1-8b", "--kv-dtype", "fp4"), "--kv-dtype"),
-    (("--config", "/no/such/dir"), "does not exist"),
+    (("--model-config", "/no/such/dir"), "does not exist"),
     ((), "give --model"),
     (("--model", "llama-3.1-8b", "--format", "jsn"), "--format 'jsn': choose one of text, json"),
 ])
@@ -114,10 +114,10 @@ def test_bad_input_exit_2(cli, args, needle):
 
 def test_bad_config_names_key(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 4096, "num_attention_heads": 32}))
-    r = cli("kv-budget", "--config", str(tmp_path))
+    r = cli("kv-budget", "--model-config", str(tmp_path))
     assert r.returncode == 2 and "num_hidden_layers" in r.stderr and "Traceback" not in r.stderr
     (tmp_path / "config.json").write_text("{ not json")
-    r = cli("kv-budget", "--config", str(tmp_path / "config.json"))
+    r = cli("kv-budget", "--model-config", str(tmp_path / "config.json"))
     assert r.returncode == 2 and "invalid JSON" in r.stderr
 
 
@@ -136,7 +136,7 @@ def test_bad_optional_config_value_is_named_not_a_traceback(cli, tmp_path, key, 
     if key == "sliding_window_pattern":
         cfg = {**PRESETS["gemma-3-27b"].config["text_config"], key: value}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    r = cli("kv-budget", "--config", str(tmp_path / "config.json"))
+    r = cli("kv-budget", "--model-config", str(tmp_path / "config.json"))
     assert r.returncode == 2, r.stdout
     assert needle in r.stderr and "config.json" in r.stderr
     assert "Traceback" not in r.stderr
@@ -148,10 +148,10 @@ def test_kv_heads_that_do_not_split_across_tp_exit_2(cli, tmp_path):
     cfg = {"num_hidden_layers": 2, "hidden_size": 3072, "num_attention_heads": 24, "num_key_value_heads": 6,
            "intermediate_size": 8192, "vocab_size": 1000}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    r = cli("kv-budget", "--config", str(tmp_path), "--tp", "4")
+    r = cli("kv-budget", "--model-config", str(tmp_path), "--tp", "4")
     assert r.returncode == 2 and "--tp 4: the 6 kv heads do not split evenly across 4 GPUs" in r.stderr
     assert "Traceback" not in r.stderr
-    r = cli("kv-budget", "--config", str(tmp_path), "--tp", "2", "--format", "json")
+    r = cli("kv-budget", "--model-config", str(tmp_path), "--tp", "2", "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["kv_heads_per_gpu"] == 3
 
 
@@ -172,7 +172,8 @@ def test_warnings_for_too_long_seq_and_no_memory(cli):
     data = _json(cli("kv-budget", "--model", "phi-3-mini", "--seq", "8192", "--format", "json"))
     assert any("max_position_embeddings (4,096)" in w for w in data["warnings"])
     r = cli("kv-budget", "--model", "llama-3.1-405b", "--gpu-mem", "80GB")
-    assert "warning: no memory is left for the KV cache" in r.stdout
+    assert "vLLM would fail (KV002)" in r.stdout and "No available memory for the cache blocks" in r.stdout
+    assert [f["rule"] for f in data["findings"]] == ["KV004"]
 
 
 def test_earlier_vllm_note_for_a_single_sliding_group(cli):
@@ -230,9 +231,9 @@ def test_vllm_starts_with_exactly_one_request_of_memory(cli):
 
 
 def test_config_from_an_endless_device_is_refused(cli):
-    r = cli("kv-budget", "--config", "/dev/zero", timeout=60)
+    r = cli("kv-budget", "--model-config", "/dev/zero", timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "--config: /dev/zero is larger than 16 MiB: not a config.json" in r.stderr
+    assert "--model-config: /dev/zero is larger than 16 MiB: not a config.json" in r.stderr
 
 
 def test_a_batch_that_fits_only_at_steady_state_sliding_windows_is_flagged(cli):
@@ -254,18 +255,18 @@ def test_a_batch_that_fits_only_at_steady_state_sliding_windows_is_flagged(cli):
 def test_fp8_block_scales_come_from_the_config(cli, tmp_path):
     # the fixture's quantization_config: fp8, weight_block_size [128, 128] (derivation of the figures in
     # tests/test_kv_arithmetic.py::test_fp8_weights_keep_embeddings_norms_and_routers_in_16_bits)
-    r = cli("kv-budget", "--config", str(FIXTURES / "models" / "deepseek-v3"), "--tp", "8", "--format", "json")
+    r = cli("kv-budget", "--model-config", str(FIXTURES / "models" / "deepseek-v3"), "--tp", "8", "--format", "json")
     data = _json(r)
     assert (data["weights_bytes"], data["weights_bytes_per_gpu"]) == (673_150_611_808, 85_140_130_848)
     config = json.loads((FIXTURES / "models" / "deepseek-v3" / "config.json").read_text())
     for bad in ([128], [128, 0], ["128", "128"], "128x128", [True, 128]):
         config["quantization_config"]["weight_block_size"] = bad
         (tmp_path / "config.json").write_text(json.dumps(config))
-        r = cli("kv-budget", "--config", str(tmp_path / "config.json"), "--tp", "8")
+        r = cli("kv-budget", "--model-config", str(tmp_path / "config.json"), "--tp", "8")
         assert r.returncode == 2, bad
         assert "config.json: `quantization_config.weight_block_size` must be two positive integers" in r.stderr
         assert "Traceback" not in r.stderr
     del config["quantization_config"]["weight_block_size"]  # per-tensor fp8: one scale per matrix
     (tmp_path / "config.json").write_text(json.dumps(config))
-    data = _json(cli("kv-budget", "--config", str(tmp_path / "config.json"), "--tp", "8", "--format", "json"))
+    data = _json(cli("kv-budget", "--model-config", str(tmp_path / "config.json"), "--tp", "8", "--format", "json"))
     assert data["weights_bytes"] == 672_987_439_008

@@ -412,7 +412,7 @@ def test_cli_bad_options_exit_2_with_a_message(cli, args, message):
 def test_cli_without_a_path_exits_2(cli):
     result = cli("nginx")
     assert result.returncode == 2
-    assert "Missing argument" in result.stderr and "Traceback" not in result.stderr
+    assert "missing argument" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cli_missing_file_exits_2(cli, tmp_path):

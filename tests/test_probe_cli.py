@@ -52,6 +52,7 @@ def test_buffered_exits_1_with_a_burst_at_the_end_and_a_fix(cli):
         result = cli("probe", upstream.url, "--timeout", "10")
     assert result.returncode == 1, result
     assert "verdict: buffered - all 9 events arrived in one read" in result.stdout
+    assert next(line for line in result.stdout.splitlines() if line.startswith("verdict:")).endswith("(PRB001)")
     timeline = next(line for line in result.stdout.splitlines() if line.strip().startswith("timeline"))
     assert timeline.split()[1] == "." * 49 + "9"
     assert "  fix " in result.stdout
@@ -79,9 +80,9 @@ def test_json_output_carries_verdict_measurements_and_trials(cli):
         result = cli("probe", upstream.url, "--format", "json", "--trials", "2", "--timeout", "10")
     assert result.returncode == 0, result
     data = json.loads(result.stdout)
-    assert set(data) == {"url", "method", "request", "verdict", "reason", "layer", "why", "fixes", "notes",
-                         "votes", "trials"}
-    assert data["verdict"] == "streamed"
+    assert set(data) == {"url", "method", "request", "verdict", "rule", "findings", "reason", "layer", "why",
+                         "fixes", "notes", "votes", "trials"}
+    assert data["verdict"] == "streamed" and data["rule"] is None and data["findings"] == []
     assert data["votes"] == {"streamed": 2}
     assert len(data["trials"]) == 2
     trial = data["trials"][0]

@@ -73,6 +73,7 @@ def test_table_matching_exact_and_wildcards():
 
 VALID_RULE = """\
 id: LLM004
+command: scan
 name: x
 severity: warning
 summary: s
@@ -87,6 +88,7 @@ examples: {hit: ["a"], near_miss: ["b"]}
 def _shipped_copy(tmp_path, name: str, text: str):
     shipped = tmp_path / "shipped"
     shipped.mkdir()
+    (shipped / "prefixes.yaml").write_bytes((shipped_rules_dir() / "prefixes.yaml").read_bytes())
     (shipped / name).write_text(text)
     return shipped
 
@@ -100,6 +102,7 @@ def _shipped_copy(tmp_path, name: str, text: str):
     (VALID_RULE + "tables: {blocking: [\"not a name!\"]}\n", "tables.blocking[0]"),
     (VALID_RULE + "tables: [a, b]\n", "tables"),
     (VALID_RULE + "tables: {Bad-Name: [a]}\n", "tables.Bad-Name"),
+    (VALID_RULE.replace("command: scan", "command: nginx"), "command"),
 ])
 def test_malformed_rule_file_names_file_and_key(tmp_path, text, key):
     shipped = _shipped_copy(tmp_path, "bad.yaml", text)

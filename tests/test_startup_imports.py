@@ -60,7 +60,7 @@ def test_fully_cached_scan_imports_no_heavy_module(tmp_path: Path) -> None:
 
 
 def test_implemented_rule_ids_agree_with_the_rule_classes() -> None:
-    from llmdoctor.commands.scan import implemented_rule_ids
+    from llmdoctor.commands.catalog import implemented_rule_ids
     from llmdoctor.scan.rules import rule_classes
 
     assert implemented_rule_ids() == set(rule_classes())

@@ -4,27 +4,29 @@ from __future__ import annotations
 
 import typer
 
+from llmdoctor.commands import model_options as opt
+from llmdoctor.commands.options import PLAIN_FORMATS, format_option
+
 
 def register(app: typer.Typer) -> None:
     app.command("gpu")(gpu)
 
 
 def gpu(
-    model: str = typer.Option(None, "--model", "-m", help="A built-in model: will vLLM start here, and with "
-                              "how much KV cache?"),
-    config: str = typer.Option(None, "--config", "-c", help="Or a Hugging Face config.json (or its folder)."),
-    seq: int = typer.Option(None, "--seq", min=1, help="vLLM --max-model-len (default: as vLLM, the model's "
-                            "max_position_embeddings, else 4096)."),
-    tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel GPUs (weights and KV heads split)."),
-    utilization: float = typer.Option(0.9, "--utilization", help="vLLM --gpu-memory-utilization (0 < U ≤ 1)."),
-    dtype: str = typer.Option("auto", "--dtype", help="Weights dtype: auto (config), fp32, fp16, bf16, fp8."),
-    kv_dtype: str = typer.Option("auto", "--kv-dtype", help="KV cache dtype: auto, fp8, int8, fp16, bf16, fp32."),
-    block_size: int = typer.Option(16, "--block-size", min=1, help="Tokens per KV block (vLLM default 16)."),
-    overhead: str = typer.Option("2GiB", "--overhead", help="Activation peak + CUDA context vLLM keeps out of "
-                                 "the KV cache (an assumption; vLLM measures it)."),
-    max_batched_tokens: int = typer.Option(8192, "--max-batched-tokens", min=1,
-                                           help="vLLM --max-num-batched-tokens."),
-    fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
+    model: str = opt.MODEL,
+    model_config: str = opt.MODEL_CONFIG,
+    legacy_config: str = opt.LEGACY_CONFIG,
+    seq: int = typer.Option(None, "--max-model-len", "--seq", min=1, metavar="TOKENS",
+                            help="vLLM --max-model-len (default: as vLLM, the model's max_position_embeddings, "
+                                 "else 4096; --seq for short)."),
+    tp: int = opt.TP,
+    utilization: float = opt.UTILIZATION,
+    dtype: str = opt.DTYPE,
+    kv_dtype: str = opt.KV_DTYPE,
+    block_size: int = opt.BLOCK_SIZE,
+    overhead: str = opt.OVERHEAD,
+    max_batched_tokens: int = opt.MAX_BATCHED_TOKENS,
+    fmt: str = format_option(*PLAIN_FORMATS),
 ) -> None:
     """GPU memory, processes and MIG from NVML; with --model, whether vLLM starts and its KV cache.
 
@@ -36,17 +38,14 @@ def gpu(
     from llmdoctor.errors import UserError
     from llmdoctor.gpu import NvmlUnavailable, collect
 
-    if fmt not in ("text", "json"):
-        raise UserError(f"--format {fmt!r}: choose one of text, json")
-    if not 0 < utilization <= 1:
-        raise UserError(f"--utilization must be in (0, 1], got {utilization}")
-    budget = _budget(model, config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens) \
-        if (model or config) else None
-    if budget is not None:
+    opt.check_utilization(utilization)
+    model_config = opt.model_config_path(model_config, legacy_config)
+    budget = None
+    if model or model_config:
+        budget, _ = opt.make_budget(model=model, model_config=model_config, seq=seq, tp=tp, dtype=dtype,
+                                    kv_dtype=kv_dtype, block_size=block_size, max_batched_tokens=max_batched_tokens)
         seq = budget.seq
-    from llmdoctor.sizes import parse_size
-
-    extra = parse_size(overhead, "--overhead")
+    extra = opt.memory_size(overhead, "--overhead")
     try:
         snapshot = collect()
     except NvmlUnavailable as err:
@@ -57,6 +56,8 @@ def gpu(
 
         placements = plan(snapshot, budget.layout(), budget.weights_per_gpu, extra, utilization, seq,
                           max_batched_tokens)
+    from llmdoctor.gpu import problems, usable
+
     if fmt == "json":
         data = snapshot.to_dict()
         if placements is not None:
@@ -65,29 +66,12 @@ def gpu(
                 "weights_per_gpu": budget.weights_per_gpu, "overhead": extra,
                 "placements": [_placement_dict(p) for p in placements],
             }
+        data["findings"] = problems(placements, tp, utilization) if placements is not None else []
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         _render_text(snapshot, placements, budget, utilization, sys.stdout)
-    if placements is not None and _usable(placements) < tp:
+    if placements is not None and usable(placements) < tp:
         raise typer.Exit(1)
-
-
-def _usable(placements) -> int:
-    """Devices where vLLM starts with room for one request of --seq tokens."""
-    return sum(1 for p in placements if p.starts and p.max_concurrency >= 1)
-
-
-def _budget(model, config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens):
-    from llmdoctor.kv.budget import Budget
-    from llmdoctor.kv.model import make_shape, resolve_dtypes, resolve_model, weights_block
-
-    arch, source, raw = resolve_model(model, config)
-    weights_dtype, cache_dtype = resolve_dtypes(arch, raw, dtype, kv_dtype)
-    shape = make_shape(arch, cache_dtype, tp)
-    if seq is None:  # vLLM's default --max-model-len: the model's own context length
-        seq = arch.max_position or 4096
-    return Budget(arch, shape, weights_dtype, cache_dtype, 1, seq, block_size, arch.windows, max_batched_tokens,
-                  fp8_block=weights_block(raw, source, weights_dtype))
 
 
 def _placement_dict(p) -> dict:
@@ -133,19 +117,21 @@ def _render_text(snapshot, placements, budget, utilization, out) -> None:
     for p in placements:
         if not p.starts:
             gib = 1024**3
-            console.print(f"  {p.device}: [bold red]will not start[/]: free {format_size(p.free)} < "
+            console.print(f"  {p.device}: [bold red]will not start[/] (GPU001): free {format_size(p.free)} < "
                           f"total × {utilization} = {format_size(p.requested)}; vLLM would say \"Free memory "
                           f"on device ({p.free / gib:.2f}/{p.total / gib:.2f} GiB) on startup is less than "
                           f"desired GPU memory utilization ({utilization}, {p.requested / gib:.2f} GiB)\"")
         elif p.kv_memory <= 0:
-            console.print(f"  {p.device}: [bold red]no room for a KV cache[/]: weights + overhead exceed "
+            console.print(f"  {p.device}: [bold red]no room for a KV cache[/] (GPU002): weights + overhead exceed "
                           f"{format_size(p.requested)}")
         else:
-            verdict = "[green]ok[/]" if p.max_concurrency >= 1 else "[bold red]cannot hold one request[/]"
+            verdict = "[green]ok[/]" if p.max_concurrency >= 1 else "[bold red]cannot hold one request[/] (GPU002)"
             console.print(f"  {p.device}: {verdict}, KV memory {format_size(p.kv_memory)}: "
                           f"GPU KV cache size: {p.kv_cache_tokens:,} tokens; Maximum concurrency for "
                           f"{budget.seq:,} tokens per request: {p.max_concurrency:.2f}x")
-    usable, tp = _usable(placements), budget.shape.tp
+    from llmdoctor.gpu import usable as usable_devices
+
+    usable, tp = usable_devices(placements), budget.shape.tp
     if usable < tp:
-        console.print(f"[bold red]not enough GPUs[/]: tp={tp} needs {tp} devices where vLLM starts with room for "
+        console.print(f"[bold red]not enough GPUs[/] (GPU003): tp={tp} needs {tp} devices where vLLM starts with room for "
                       f"one request; {usable} of the {len(placements)} here qualify")

@@ -4,34 +4,36 @@ from __future__ import annotations
 
 import typer
 
+from llmdoctor.commands import model_options as opt
+from llmdoctor.commands.options import PLAIN_FORMATS, format_option
+
 
 def register(app: typer.Typer) -> None:
     app.command("kv-budget")(kv_budget)
 
 
 def kv_budget(
-    model: str = typer.Option(None, "--model", "-m", help="A built-in model (see --list-models)."),
-    config: str = typer.Option(None, "--config", "-c", help="A Hugging Face config.json, or a folder holding one."),
+    model: str = opt.MODEL,
+    model_config: str = opt.MODEL_CONFIG,
+    legacy_config: str = opt.LEGACY_CONFIG,
     bs: int = typer.Option(1, "--bs", min=1, help="Concurrent sequences (batch size)."),
-    seq: int = typer.Option(4096, "--seq", min=1, help="Tokens per sequence (prompt + output)."),
-    dtype: str = typer.Option("auto", "--dtype", help="Weights dtype: auto (config), fp32, fp16, bf16, fp8."),
-    kv_dtype: str = typer.Option("auto", "--kv-dtype", help="KV cache dtype: auto (= model dtype), fp8, int8, "
-                                 "fp16, bf16, fp32."),
-    tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel GPUs."),
-    block_size: int = typer.Option(16, "--block-size", min=1, help="Tokens per KV block (vLLM default 16)."),
-    kv_mem: str = typer.Option(None, "--kv-mem", help="Memory for the KV cache per GPU (e.g. 40GiB); vLLM "
-                               "logs it as 'Available KV cache memory'."),
-    gpu_mem: str = typer.Option(None, "--gpu-mem", help="Total memory of one GPU (e.g. 80GB); the KV memory is "
-                                "then total × utilization − weights − overhead."),
-    utilization: float = typer.Option(0.9, "--utilization", help="vLLM --gpu-memory-utilization (0 < U ≤ 1)."),
-    overhead: str = typer.Option("2GiB", "--overhead", help="With --gpu-mem: activation peak + CUDA context "
-                                 "vLLM keeps out of the KV cache (an assumption; vLLM measures it)."),
-    max_batched_tokens: int = typer.Option(8192, "--max-batched-tokens", min=1, help="vLLM "
-                                           "--max-num-batched-tokens (matters for sliding-window layers)."),
+    seq: int = typer.Option(4096, "--max-model-len", "--seq", min=1, metavar="TOKENS",
+                            help="Tokens per sequence, prompt + output (vLLM --max-model-len; --seq for short)."),
+    dtype: str = opt.DTYPE,
+    kv_dtype: str = opt.KV_DTYPE,
+    tp: int = opt.TP,
+    block_size: int = opt.BLOCK_SIZE,
+    kv_mem: str = typer.Option(None, "--kv-mem", metavar="SIZE", help="Memory for the KV cache per GPU (e.g. "
+                               "40GiB); vLLM logs it as 'Available KV cache memory'."),
+    gpu_mem: str = typer.Option(None, "--gpu-mem", metavar="SIZE", help="Total memory of one GPU (e.g. 80GB); the "
+                                "KV memory is then total × utilization − weights − overhead."),
+    utilization: float = opt.UTILIZATION,
+    overhead: str = opt.OVERHEAD,
+    max_batched_tokens: int = opt.MAX_BATCHED_TOKENS,
     no_sliding_window: bool = typer.Option(False, "--no-sliding-window", help="Treat every layer as full "
                                            "attention (vLLM --disable-sliding-window)."),
     list_models: bool = typer.Option(False, "--list-models", help="List the built-in models and exit."),
-    fmt: str = typer.Option("text", "--format", help="Output format: text or json."),
+    fmt: str = format_option(*PLAIN_FORMATS),
 ) -> None:
     """KV-cache memory for a model, batch and sequence length, computed the way vLLM does.
 
@@ -41,32 +43,25 @@ def kv_budget(
 
     from llmdoctor.errors import UserError
 
-    if fmt not in ("text", "json"):
-        raise UserError(f"--format {fmt!r}: choose one of text, json")
     if list_models:
         _list_models(fmt)
         return
-    from llmdoctor.kv.budget import Budget, kv_memory_from_gpu
-    from llmdoctor.kv.model import make_shape, resolve_dtypes, resolve_model, weights_block
+    from llmdoctor.kv.budget import kv_memory_from_gpu
     from llmdoctor.kv.report import render_text, to_dict
-    from llmdoctor.sizes import parse_size
 
-    arch, source, raw = resolve_model(model, config)
-    weights_dtype, cache_dtype = resolve_dtypes(arch, raw, dtype, kv_dtype)
-    shape = make_shape(arch, cache_dtype, tp)
-    windows = (None,) * arch.layers if no_sliding_window else arch.windows
-    budget = Budget(arch, shape, weights_dtype, cache_dtype, bs, seq, block_size, windows, max_batched_tokens,
-                    fp8_block=weights_block(raw, source, weights_dtype))
     if kv_mem is not None and gpu_mem is not None:
         raise UserError("give either --kv-mem or --gpu-mem, not both")
-    if not 0 < utilization <= 1:
-        raise UserError(f"--utilization must be in (0, 1], got {utilization}")
+    opt.check_utilization(utilization)
+    budget, source = opt.make_budget(
+        model=model, model_config=opt.model_config_path(model_config, legacy_config), seq=seq, tp=tp,
+        dtype=dtype, kv_dtype=kv_dtype, block_size=block_size, max_batched_tokens=max_batched_tokens, batch=bs,
+        sliding_window=not no_sliding_window)
     if kv_mem is not None:
-        budget.kv_memory = parse_size(kv_mem, "--kv-mem")
+        budget.kv_memory = opt.memory_size(kv_mem, "--kv-mem")
         budget.memory_source = {"how": "given with --kv-mem", "kv_mem": budget.kv_memory}
     elif gpu_mem is not None:
-        total = parse_size(gpu_mem, "--gpu-mem")
-        extra = parse_size(overhead, "--overhead")
+        total = opt.memory_size(gpu_mem, "--gpu-mem")
+        extra = opt.memory_size(overhead, "--overhead")
         budget.kv_memory = kv_memory_from_gpu(total, utilization, budget.weights_per_gpu, extra)
         budget.memory_source = {
             "how": f"{gpu_mem} × {utilization} − weights − {overhead} overhead",
@@ -79,7 +74,7 @@ def kv_budget(
         sys.stdout.write(json.dumps(to_dict(budget, source), indent=2) + "\n")
     else:
         render_text(budget, source, sys.stdout)
-    if budget.kv_memory is not None and not (budget.fits(bs, seq) and budget.vllm_starts()):
+    if budget.kv_memory is not None and not (budget.fits(bs, budget.seq) and budget.vllm_starts()):
         raise typer.Exit(1)
 
 

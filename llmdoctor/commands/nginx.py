@@ -9,9 +9,8 @@ from typing import Annotated
 
 import typer
 
+from llmdoctor.commands import options as opt
 from llmdoctor.errors import UserError
-
-FORMATS = ("text", "json", "sarif", "github")
 
 
 def _version(value: str | None) -> tuple[int, ...] | None:
@@ -42,26 +41,31 @@ def nginx_command(
         help="Resolve relative include paths against DIR, as nginx does against its conf prefix (e.g. "
              "/etc/nginx when checking a file from sites-enabled/). Default: the main config's folder.",
     )] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Output: text, json, sarif or github.")] = "text",
+    fmt: str = opt.format_option(*opt.REPORT_FORMATS),
+    output: str | None = opt.OUTPUT,
+    select: list[str] = opt.SELECT,
+    ignore: list[str] = opt.IGNORE,
+    statistics: bool = opt.STATISTICS,
+    exit_zero: bool = opt.EXIT_ZERO,
 ) -> None:
     """Check nginx configs for what breaks streamed LLM responses (buffering, timeouts, gzip, cache).
 
     Exit 0 nothing found; 1 findings; 2 an input could not be read (the others are still checked).
     """
-    if fmt not in FORMATS:
-        raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    from llmdoctor.catalog import load_checks
     from llmdoctor.nginx.check import STDIN, check, exit_code
     from llmdoctor.nginx.rules import Options
-    from llmdoctor.report.render import render
+
+    report_options = opt.ReportOptions.from_cli(fmt, output, select, ignore, statistics, exit_zero)
+    report_options.check_ids(load_checks().ids_for("nginx"), "nginx")
 
     if conf_dir is not None and not os.path.isdir(conf_dir):
         raise UserError(f"--conf-dir {conf_dir!r} is not a directory")
     # bytes, decoded as files are (nginx itself does not care about the encoding of comments or strings)
     stdin_text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if STDIN in paths else None
     report = check(paths, location=location, options=Options(_version(nginx_version)), stdin_text=stdin_text,
-                   conf_dir=os.path.abspath(conf_dir) if conf_dir else None)
-    render(report, fmt)
-    raise typer.Exit(exit_code(report))
+                   conf_dir=os.path.abspath(conf_dir) if conf_dir else None, enabled=report_options.enabled)
+    raise typer.Exit(report_options.emit(report, exit_code(report)))
 
 
 def register(app: typer.Typer) -> None:

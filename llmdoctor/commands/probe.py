@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from llmdoctor.commands.options import PLAIN_FORMATS, format_option
+
 OPENAI_PROMPT = "Count from 1 to 30, one number per line, nothing else."
 OPENAI_MAX_TOKENS = 120
 MAX_BODY_BYTES = 64 * 2**20
@@ -29,7 +31,7 @@ def probe(
                                   "the recording stops there."),
     min_events: int = typer.Option(5, "--min-events", min=2, metavar="N", help="Events needed for a verdict (fewer: "
                                    "inconclusive)."),
-    fmt: str = typer.Option("text", "--format", metavar="text|json", help="Output format: text or json."),
+    fmt: str = format_option(*PLAIN_FORMATS),
 ) -> None:
     """Measure whether a live endpoint streams: time to headers, each read, each event; verdict and fix.
 
@@ -39,10 +41,6 @@ def probe(
 
     from llmdoctor.errors import UserError
 
-    if fmt not in ("text", "json"):
-        raise UserError(f"--format {fmt!r}: choose one of text, json")
-    if not timeout > 0:
-        raise UserError(f"--timeout must be more than 0 seconds (got {timeout:g})")
     bodies = [name for name, value in (("--data", data), ("--json", json_body), ("--openai", openai)) if value]
     if len(bodies) > 1:
         raise UserError(f"give one request body: {' and '.join(bodies)} were both given")
@@ -74,26 +72,22 @@ def probe(
     raise typer.Exit(result.exit_code)
 
 
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_NAME_THEN_SEPARATOR = r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[\s=:]"
-
-
 def parse_headers(values: list[str]) -> list[tuple[str, str]]:
+    """`Name: value` pairs; what HTTP cannot carry is rejected by `llmdoctor.probe.check_request`."""
     import re
 
     from llmdoctor.errors import UserError
+    from llmdoctor.probe import HEADER_NAME
 
     headers = []
     for value in values:
         name, colon, rest = value.partition(":")
-        if not colon or not re.fullmatch(_TOKEN, name.strip()):
+        if not colon or not HEADER_NAME.fullmatch(name.strip()):
             # only a leading name followed by a separator: the rest, or a lone word, may be a secret
             # (`-H "Authorization Bearer sk-..."`, `-H "$KEY"`)
-            leading = re.match(_NAME_THEN_SEPARATOR, value.strip())
+            leading = re.match(f"({HEADER_NAME.pattern})[\\s=:]", value.strip())
             shown = repr(leading.group(1)[:40]) + "..." if leading else "(value not shown)"
             raise UserError(f"-H/--header {shown}: expected 'Name: value', e.g. -H 'Authorization: Bearer $KEY'")
-        if any(ch in rest for ch in "\r\n\0"):
-            raise UserError(f"-H/--header {name.strip()!r}: the value contains a line break")
         headers.append((name.strip(), rest.strip()))
     return headers
 

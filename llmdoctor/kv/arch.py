@@ -180,21 +180,21 @@ def load_config_file(path: str | Path) -> tuple[dict, str]:
     if p.is_dir():
         p = p / "config.json"
     if not p.exists():
-        raise UserError(f"--config: {p} does not exist; give a Hugging Face config.json or a folder holding one")
+        raise UserError(f"--model-config: {p} does not exist; give a Hugging Face config.json or a folder holding one")
     try:
         with p.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(_MAX_CONFIG_BYTES + 1)
         if len(raw) > _MAX_CONFIG_BYTES:
-            raise UserError(f"--config: {p} is larger than {_MAX_CONFIG_BYTES // 2**20} MiB: not a config.json")
+            raise UserError(f"--model-config: {p} is larger than {_MAX_CONFIG_BYTES // 2**20} MiB: not a config.json")
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise UserError(f"--config: {p} is not UTF-8 text") from None
+        raise UserError(f"--model-config: {p} is not UTF-8 text") from None
     except json.JSONDecodeError as err:
-        raise UserError(f"--config: {p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg})") from None
+        raise UserError(f"--model-config: {p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg})") from None
     except OSError as err:
-        raise UserError(f"--config: cannot read {p}: {err.strerror}") from None
+        raise UserError(f"--model-config: cannot read {p}: {err.strerror}") from None
     if not isinstance(data, dict):
-        raise UserError(f"--config: {p}: expected a JSON object at the top level")
+        raise UserError(f"--model-config: {p}: expected a JSON object at the top level")
     return data, str(p)
 
 

@@ -14,7 +14,7 @@ KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")
 def resolve_model(model: str | None, config: str | None) -> tuple[ModelArch, str, dict]:
     """(architecture, where it came from, the raw config) for `--model NAME` or `--config PATH`."""
     if model and config:
-        raise UserError("give either --model or --config, not both")
+        raise UserError("give either --model or --model-config, not both")
     if model:
         preset = get_preset(model)
         return preset.arch(), f"preset, from {preset.source} config.json", preset.config
@@ -24,7 +24,7 @@ def resolve_model(model: str | None, config: str | None) -> tuple[ModelArch, str
 
         shown = display_path(path)
         return arch_from_config(data, shown), shown, data
-    raise UserError("give --model NAME (see --list-models) or --config PATH to a Hugging Face config.json")
+    raise UserError("give --model NAME (see --list-models) or --model-config PATH to a Hugging Face config.json")
 
 
 def weights_block(config: dict, source: str, weights_dtype: str) -> tuple[int, int] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TextIO
 
 from llmdoctor.kv.budget import Budget
@@ -41,21 +42,44 @@ def older_vllm_note(b: Budget) -> str | None:
             f"({groups} group{'s' if groups != 1 else ''})")
 
 
-def warnings(b: Budget) -> list[str]:
+@dataclass(frozen=True)
+class Problem:
+    """A check of `kv-budget` that found something (rules/kv00N.yaml; `llmdoctor explain KV001`)."""
+
+    rule: str
+    severity: str
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "severity": self.severity, "message": self.message}
+
+
+def problems(b: Budget) -> list[Problem]:
     found = []
-    if b.arch.max_position and b.seq > b.arch.max_position:
-        found.append(f"--seq {b.seq:,} is longer than the model's max_position_embeddings "
-                     f"({b.arch.max_position:,}); vLLM refuses such a --max-model-len")
-    if b.kv_memory is not None and b.kv_memory <= 0:
-        found.append("no memory is left for the KV cache: the weights and overhead exceed total × utilization")
-    elif b.kv_memory is not None and b.vllm_starts() and b.fits(b.batch, b.seq) \
+    if b.kv_memory is not None and not b.fits(b.batch, b.seq):
+        found.append(Problem("KV001", "error", (
+            f"the KV cache for {b.batch} × {b.seq:,} tokens needs {format_size(b.total_bytes)} per GPU, more than "
+            f"the {format_size(max(0, b.kv_memory))} of KV memory: at most {max(0, b.largest_batch()):,} such "
+            "sequences run at once")))
+    if b.kv_memory is not None and not b.vllm_starts():
+        found.append(Problem("KV002", "error", vllm_log_lines(b)[0].removeprefix("ValueError: ")))
+    if b.kv_memory is not None and b.kv_memory > 0 and b.vllm_starts() and b.fits(b.batch, b.seq) \
             and any(w is not None for w in b.windows) and b.batch > int(b.max_concurrency()):
-        found.append(f"the batch fits once every sequence holds only its sliding windows, but vLLM counts "
-                     f"window − 1 + --max-batched-tokens ({b.max_num_batched_tokens:,}) tokens per sliding "
-                     f"layer for each request (what a prefill chunk can hold: its 'Maximum concurrency' "
-                     f"figure, and the admission gate of recent releases): at most {int(b.max_concurrency())} "
-                     f"requests of {b.seq:,} tokens run at once, the others wait")
+        found.append(Problem("KV003", "warning", (
+            f"the batch fits once every sequence holds only its sliding windows, but vLLM counts "
+            f"window − 1 + --max-batched-tokens ({b.max_num_batched_tokens:,}) tokens per sliding "
+            f"layer for each request (what a prefill chunk can hold: its 'Maximum concurrency' "
+            f"figure, and the admission gate of recent releases): at most {int(b.max_concurrency())} "
+            f"requests of {b.seq:,} tokens run at once, the others wait")))
+    if b.arch.max_position and b.seq > b.arch.max_position:
+        found.append(Problem("KV004", "warning", (
+            f"--max-model-len {b.seq:,} is longer than the model's max_position_embeddings "
+            f"({b.arch.max_position:,}); vLLM refuses such a --max-model-len")))
     return found
+
+
+def warnings(b: Budget) -> list[str]:
+    return [p.message for p in problems(b) if p.severity == "warning"]
 
 
 def grid_axes(b: Budget) -> tuple[list[int], list[int]]:
@@ -90,6 +114,7 @@ def to_dict(b: Budget, source: str) -> dict:
         "weights_bytes": b.weights_bytes,
         "weights_bytes_per_gpu": b.weights_per_gpu,
         "warnings": warnings(b),
+        "findings": [p.to_dict() for p in problems(b)],
     }
     if b.kv_memory is not None:
         batches, seqs = grid_axes(b)
@@ -150,23 +175,24 @@ def render_text(b: Budget, source: str, out: TextIO) -> None:
     if b.kv_memory is not None:
         table.add_row("KV memory", f"{format_size(b.kv_memory)} per GPU ({escape(b.memory_source['how'])})")
         headroom = b.kv_memory - b.total_bytes
-        verdict = "[green]fits[/]" if headroom >= 0 else "[bold red]does not fit[/]"
+        verdict = "[green]fits[/]" if headroom >= 0 else "[bold red]does not fit[/] (KV001)"
         if headroom >= 0 and not b.vllm_starts():
-            verdict = "[bold red]fits, but vLLM refuses to start[/] (below)"
+            verdict = "[bold red]fits, but vLLM refuses to start[/] (KV002, below)"
         table.add_row("verdict", f"{verdict}, headroom {format_size(headroom)}")
         table.add_row("largest batch", f"{max(0, b.largest_batch()):,} at seq {b.seq:,}")
         longest = b.longest_seq()
         table.add_row("longest seq", "not limited by KV memory (every layer slides)" if longest is None
                       else f"{longest:,} tokens at batch {b.batch}")
-        label = "vLLM would log" if b.vllm_starts() else "vLLM would fail"
+        label = "vLLM would log" if b.vllm_starts() else "vLLM would fail (KV002)"
         for line in vllm_log_lines(b):
             table.add_row(label, escape(line))
         note = older_vllm_note(b)
         if note:
             table.add_row("", escape(note))
     console.print(table)
-    for warning in warnings(b):
-        console.print(f"[yellow]warning:[/] {escape(warning)}")
+    for problem in problems(b):
+        if problem.severity == "warning":
+            console.print(f"[yellow]warning:[/] {problem.rule} {escape(problem.message)}")
     if b.kv_memory is not None:
         _render_grid(b, console)
 

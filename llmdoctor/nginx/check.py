@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from llmdoctor.errors import UserError
 from llmdoctor.nginx.config import Config, load_directory, load_dump, load_file, split_dump
 from llmdoctor.nginx.effective import Unit, build_levels, proxied_units
-from llmdoctor.nginx.rules import CHECKS, RULES, Options
+from llmdoctor.nginx.rules import CHECKS, Options
 from llmdoctor.report.model import Finding, InputError, Report, display_path
 
 STDIN = "-"
@@ -90,9 +91,14 @@ def select_units(units: list[Unit], pattern: str | None) -> list[Unit]:
 
 
 def check(paths: list[str], *, location: str | None = None, options: Options | None = None,
-          stdin_text: str | None = None, conf_dir: str | None = None) -> Report:
+          stdin_text: str | None = None, conf_dir: str | None = None,
+          enabled: Callable[[str], bool] = lambda rule_id: True) -> Report:
+    """Read every input, run the enabled checks on each streamed location, one sorted Report."""
     options = options or Options()
-    report = Report(command="nginx", rules=list(RULES))
+    from llmdoctor.catalog import load_checks
+
+    report = Report(command="nginx",
+                    rules=[c.info() for c in load_checks().for_command("nginx") if enabled(c.id)])
     all_units: list[tuple[Config, Unit]] = []
     files: set[str] = set()
     for path in paths:
@@ -114,15 +120,17 @@ def check(paths: list[str], *, location: str | None = None, options: Options | N
     for config, unit in all_units:
         if id(unit) not in chosen:
             continue
-        for rule in CHECKS:
+        for rule_id, rule in CHECKS.items():
+            if not enabled(rule_id):
+                continue
             for hit in rule(unit, options):
                 path = display_path(hit.stmt.path)
-                key = (hit.rule, path, hit.stmt.line)
+                key = (rule_id, path, hit.stmt.line)
                 if key in seen:
                     continue
                 seen.add(key)
                 report.findings.append(Finding(
-                    rule=hit.rule, severity=hit.severity, path=path, line=hit.stmt.line,
+                    rule=rule_id, severity=hit.severity, path=path, line=hit.stmt.line,
                     column=config.column(hit.stmt), message=hit.message, fix=hit.fix,
                     extra={"location": unit.label()},
                 ))

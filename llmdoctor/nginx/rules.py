@@ -1,7 +1,9 @@
 """NGX001–NGX007: what breaks a streamed response behind nginx, read from effective values (design.md §4).
 
-Each check takes one proxied block (`Unit`) and yields `Hit`s: the statement to change (or the location
-when a directive is missing), a message and one concrete fix. The checker turns them into Findings.
+Each check is a function named for what it finds, registered under its catalog id with `@reports`; it takes
+one proxied block (`Unit`) and yields `Hit`s: the statement to change (or the location when a directive is
+missing), a message and one concrete fix. The checker turns them into Findings. The documentation,
+declared severities and examples of each id are in `rules/ngx00N.yaml` (`llmdoctor explain NGX001`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 from llmdoctor.nginx.config import Stmt
 from llmdoctor.nginx.effective import Level, Unit, parse_time
-from llmdoctor.report.model import RuleInfo, display_path
+from llmdoctor.report.model import display_path
 
 DEFAULT_READ_TIMEOUT_S = 60.0
 HTTP11_DEFAULT_SINCE = (1, 29, 7)  # nginx >= 1.29.7 speaks HTTP/1.1 to proxied upstreams by default
@@ -20,7 +22,6 @@ HTTP11_DEFAULT_SINCE = (1, 29, 7)  # nginx >= 1.29.7 speaks HTTP/1.1 to proxied 
 
 @dataclass(frozen=True)
 class Hit:
-    rule: str
     severity: str
     stmt: Stmt
     message: str
@@ -38,26 +39,17 @@ class Options:
         return "1.0"
 
 
-RULES = [
-    RuleInfo("NGX001", "response-buffering", "error",
-             "Response buffering is on for a streamed location: nginx holds the stream (all of it with an "
-             "HTTP/1.0 upstream)."),
-    RuleInfo("NGX002", "ignored-x-accel-buffering", "warning",
-             "proxy_ignore_headers includes X-Accel-Buffering: the upstream cannot turn buffering off."),
-    RuleInfo("NGX003", "short-read-timeout", "warning",
-             "proxy_read_timeout (or its fastcgi/uwsgi/scgi twin) is 60 s or less: a slow first token or a "
-             "pause cuts the stream."),
-    RuleInfo("NGX004", "gzip-event-stream", "warning",
-             "gzip applies to text/event-stream in a streamed location."),
-    RuleInfo("NGX005", "cached-stream", "error",
-             "proxy_cache is enabled on a streamed location: whole bodies are stored and replayed (with "
-             "buffering on; with buffering off nothing is stored)."),
-    RuleInfo("NGX006", "no-op-streaming-fix", "warning",
-             "A line that looks like a streaming fix but does not stop response buffering."),
-    RuleInfo("NGX007", "list-directive-not-inherited", "warning",
-             "A list directive (proxy_set_header, add_header, ...) at this level silently drops every line of "
-             "it inherited from the enclosing level."),
-]
+Check = Callable[[Unit, "Options"], Iterator[Hit]]
+CHECKS: dict[str, Check] = {}  # catalog id -> the function that checks it
+
+
+def reports(rule_id: str) -> Callable[[Check], Check]:
+    """Register a check under its catalog id (tests/test_catalog.py: every NGX id has exactly one)."""
+    def register(function: Check) -> Check:
+        assert rule_id not in CHECKS, rule_id
+        CHECKS[rule_id] = function
+        return function
+    return register
 
 
 def _where(stmt: Stmt) -> str:
@@ -74,7 +66,8 @@ def _ignores_x_accel(unit: Unit) -> Stmt | None:
     return next((s for s in lines if any(a.lower() == "x-accel-buffering" for a in s.args)), None)
 
 
-def ngx001(unit: Unit, options: Options) -> Iterator[Hit]:
+@reports("NGX001")
+def response_buffering(unit: Unit, options: Options) -> Iterator[Hit]:
     on, stmt = buffering_on(unit)
     if not on:
         return
@@ -90,7 +83,7 @@ def ngx001(unit: Unit, options: Options) -> Iterator[Hit]:
     )
     fix = f"add `{name} off;` in {unit.label()}, or send `X-Accel-Buffering: no` from the upstream"
     if unit.family != "proxy":
-        yield Hit("NGX001", "warning", target,
+        yield Hit("warning", target,
                   f"Response buffering is on for {unit.label()}: {setting}; nginx collects the upstream's "
                   f"response in its buffers before passing it on, so tokens arrive late and in bursts. "
                   + upstream_opt_out, fix)
@@ -105,19 +98,20 @@ def ngx001(unit: Unit, options: Options) -> Iterator[Hit]:
                         + ("(nginx before 1.29.7; nginx >= 1.29.7 defaults to 1.1)" if version == "1.0"
                            else "(nginx >= 1.29.7)"))
     if version == "1.0":
-        yield Hit("NGX001", "error", target,
+        yield Hit("error", target,
                   f"Response buffering is on for {unit.label()}: {setting}, and the upstream is spoken to in "
                   f"HTTP/1.0: {version_text}. nginx then holds the headers and the whole body until the upstream "
                   "closes: the stream arrives in one piece at the end. " + upstream_opt_out, fix)
     else:
-        yield Hit("NGX001", "warning", target,
+        yield Hit("warning", target,
                   f"Response buffering is on for {unit.label()}: {setting}, with HTTP/1.1 to the upstream "
                   f"({version_text}). A chunked upstream response is passed on chunk by chunk, but a "
                   "close-delimited or Content-Length response is held to the end: streaming depends on the "
                   "upstream's framing. " + upstream_opt_out, fix)
 
 
-def ngx002(unit: Unit, options: Options) -> Iterator[Hit]:
+@reports("NGX002")
+def ignored_x_accel_buffering(unit: Unit, options: Options) -> Iterator[Hit]:
     on, _ = buffering_on(unit)
     ignored = _ignores_x_accel(unit)
     if not on or ignored is None:
@@ -125,19 +119,20 @@ def ngx002(unit: Unit, options: Options) -> Iterator[Hit]:
     keep = [a for a in ignored.args if a.lower() != "x-accel-buffering"]
     fix = (f"`{ignored.directive} {' '.join(keep)};` (X-Accel-Buffering removed)" if keep
            else f"delete `{ignored.text()}`")
-    yield Hit("NGX002", "warning", ignored,
+    yield Hit("warning", ignored,
               f"`{ignored.text()}` makes nginx ignore the upstream's `X-Accel-Buffering: no`, the per-response "
               f"way to turn buffering off, and buffering is on for {unit.label()}.", fix)
 
 
-def ngx003(unit: Unit, options: Options) -> Iterator[Hit]:
+@reports("NGX003")
+def short_read_timeout(unit: Unit, options: Options) -> Iterator[Hit]:
     name = unit.directive("read_timeout")
     stmt = unit.level.single(name)
     seconds = parse_time(stmt.args[0]) if stmt and stmt.args else DEFAULT_READ_TIMEOUT_S
     if seconds is None or seconds > DEFAULT_READ_TIMEOUT_S:
         return
     shown = f"`{stmt.text()}`" if stmt else f"{name} is {DEFAULT_READ_TIMEOUT_S:g}s by default"
-    yield Hit("NGX003", "warning", stmt or unit.anchor,
+    yield Hit("warning", stmt or unit.anchor,
               f"{shown} for {unit.label()}: it is the longest gap allowed between two reads from the upstream, "
               f"so a first token or a pause slower than {seconds:g}s cuts the stream (the client gets status 200 "
               "and a truncated body).",
@@ -145,7 +140,8 @@ def ngx003(unit: Unit, options: Options) -> Iterator[Hit]:
               "or have the upstream send an SSE comment line as a heartbeat more often than that")
 
 
-def ngx004(unit: Unit, options: Options) -> Iterator[Hit]:
+@reports("NGX004")
+def gzip_event_stream(unit: Unit, options: Options) -> Iterator[Hit]:
     gzip = unit.level.single("gzip")
     if gzip is None or gzip.args[:1] != ["on"]:
         return
@@ -154,14 +150,15 @@ def ngx004(unit: Unit, options: Options) -> Iterator[Hit]:
     if stmt is None:
         return
     matched = "text/event-stream" if "text/event-stream" in stmt.args else "*"
-    yield Hit("NGX004", "warning", stmt,
+    yield Hit("warning", stmt,
               f"`{stmt.text()}` with `gzip on` ({_where(gzip)}) compresses {matched} responses of "
               f"{unit.label()}: compressed server-sent events hold small events in the compressor and break "
               "clients and proxies that read the stream line by line.",
               f"remove {matched} from gzip_types, or add `gzip off;` in {unit.label()}")
 
 
-def ngx005(unit: Unit, options: Options) -> Iterator[Hit]:
+@reports("NGX005")
+def cached_stream(unit: Unit, options: Options) -> Iterator[Hit]:
     name = unit.directive("cache")
     stmt = unit.level.single(name)
     if stmt is None or stmt.args[:1] == ["off"]:
@@ -169,12 +166,12 @@ def ngx005(unit: Unit, options: Options) -> Iterator[Hit]:
     on, _ = buffering_on(unit)
     fix = f"`{name} off;` in {unit.label()}"
     if on:
-        yield Hit("NGX005", "error", stmt,
+        yield Hit("error", stmt,
                   f"`{stmt.text()}` caches {unit.label()}: nginx stores whole responses and replays a cached one "
                   "as a single burst without asking the upstream, and a stream of generated tokens is not the "
                   "same twice.", fix)
     else:
-        yield Hit("NGX005", "info", stmt,
+        yield Hit("info", stmt,
                   f"`{stmt.text()}` is set for {unit.label()}, where {unit.directive('buffering')} is off: nginx "
                   "then stores nothing (every request goes to the upstream), but turning buffering back on would "
                   "start replaying cached streams.", fix)
@@ -210,13 +207,14 @@ def _no_op_lines(unit: Unit) -> Iterator[tuple[Stmt, str]]:
         yield stmt, _NO_OP_REASONS["request_buffering"]
 
 
-def ngx006(unit: Unit, options: Options) -> Iterator[Hit]:
+@reports("NGX006")
+def no_op_streaming_fix(unit: Unit, options: Options) -> Iterator[Hit]:
     on, _ = buffering_on(unit)
     if not on:
         return
     name = unit.directive("buffering")
     for stmt, reason in _no_op_lines(unit):
-        yield Hit("NGX006", "warning", stmt,
+        yield Hit("warning", stmt,
                   f"`{stmt.text()}` does not stop response buffering: it {reason}. Buffering is still on for "
                   f"{unit.label()}.",
                   f"replace it with `{name} off;` in {unit.label()} (or have the upstream send "
@@ -228,7 +226,8 @@ LIST_DIRECTIVES = ("proxy_set_header", "add_header", "proxy_hide_header", "proxy
                    "scgi_hide_header", "add_trailer")
 
 
-def ngx007(unit: Unit, options: Options) -> Iterator[Hit]:
+@reports("NGX007")
+def list_directive_not_inherited(unit: Unit, options: Options) -> Iterator[Hit]:
     for level in unit.level.chain():
         if level.parent is None:
             continue
@@ -243,10 +242,8 @@ def ngx007(unit: Unit, options: Options) -> Iterator[Hit]:
                 continue
             where = f"{source.kind} block" + (f" at {_where(source.stmt)}" if source.stmt else "")
             shown = "; ".join(f"`{s.text()}` ({_where(s)})" for s in lost)
-            yield Hit("NGX007", "warning", own[0],
+            yield Hit("warning", own[0],
                       f"{name} here replaces every {name} inherited from the {where}: {shown} "
                       f"no longer appl{'ies' if len(lost) == 1 else 'y'} to {unit.label()}.",
                       "repeat " + " ".join(f"`{s.text()}`" for s in lost) + " next to this line")
 
-
-CHECKS: list[Callable[[Unit, Options], Iterator[Hit]]] = [ngx001, ngx002, ngx003, ngx004, ngx005, ngx006, ngx007]

@@ -34,6 +34,7 @@ from llmdoctor.probe.analyze import (
     INCONCLUSIVE,
     STREAMED,
     TRUNCATED,
+    VERDICT_RULES,
     VERDICTS,
     Analysis,
     Metrics,
@@ -45,12 +46,18 @@ from llmdoctor.probe.redact import redact_headers, redact_url, scrub, secret_val
 
 __all__ = [
     "BUFFERED", "COALESCED", "INCONCLUSIVE", "STREAMED", "TRUNCATED", "VERDICTS",
-    "ProbeResult", "Trial", "exit_code_for", "run_probe",
+    "ProbeResult", "Trial", "exit_code_for", "rule_for", "run_probe",
 ]
 
 # Ties in a vote go to the more serious verdict.
 _SERIOUSNESS = (TRUNCATED, BUFFERED, COALESCED, STREAMED)
 EXIT_CODES = {STREAMED: 0, BUFFERED: 1, COALESCED: 1, TRUNCATED: 1, INCONCLUSIVE: 2}
+
+
+def rule_for(verdict: str) -> str | None:
+    """The catalog id of a verdict (`buffered` -> PRB001); None for `streamed`."""
+    found = VERDICT_RULES.get(verdict)
+    return found[0] if found else None
 
 
 def exit_code_for(verdict: str) -> int:
@@ -73,6 +80,7 @@ class Trial:
         rec = self.recording
         data = {
             "verdict": self.verdict,
+            "rule": rule_for(self.verdict),
             "reason": scrub(self.analysis.reason, self.secrets),
             "status": rec.status,
             "http_version": rec.http_version,
@@ -158,6 +166,18 @@ class ProbeResult:
     def exit_code(self) -> int:
         return exit_code_for(self.verdict)
 
+    @property
+    def rule(self) -> str | None:
+        return rule_for(self.verdict)
+
+    def findings(self) -> list[dict]:
+        """The verdict as a finding (`{"rule", "severity", "message"}`), as every command's JSON carries them."""
+        if self.verdict not in VERDICT_RULES:
+            return []
+        rule, severity = VERDICT_RULES[self.verdict]
+        return [{"rule": rule, "severity": severity, "message": f"{self.verdict}: {self.reason}",
+                 "fix": "; ".join(self.fixes) or None}]
+
     def to_dict(self) -> dict:
         trial = self.trial.to_dict()
         return {
@@ -168,6 +188,8 @@ class ProbeResult:
                 "body_bytes": self.body_bytes,
             },
             "verdict": self.verdict,
+            "rule": self.rule,
+            "findings": self.findings(),
             "reason": trial["reason"],
             "layer": trial["layer"],
             "why": trial["why"],
@@ -221,15 +243,15 @@ def check_url(url: str) -> None:
         raise UserError(f"URL {redact_url(url)!r}: port {parsed.port} is not in 1-65535")
 
 
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # an HTTP token (RFC 9110): methods, header names
 
 
 def check_request(method: str, headers: list[tuple[str, str]]) -> None:
     """Reject what HTTP cannot carry, naming the option (values of headers are never echoed: secrets)."""
-    if not _TOKEN.fullmatch(method):
+    if not HEADER_NAME.fullmatch(method):
         raise UserError(f"--method {method!r} is not an HTTP method (e.g. GET, POST)")
     for name, value in headers:
-        if not _TOKEN.fullmatch(name):
+        if not HEADER_NAME.fullmatch(name):
             raise UserError(f"-H/--header {name!r}: not a valid header name")
         if any(ch in value for ch in "\r\n\0"):
             raise UserError(f"-H/--header {name!r}: the value contains a line break")

@@ -19,6 +19,9 @@ COALESCED = "coalesced"
 TRUNCATED = "truncated"
 INCONCLUSIVE = "inconclusive"
 VERDICTS = (STREAMED, BUFFERED, COALESCED, TRUNCATED, INCONCLUSIVE)
+# The catalog id (rules/prb00N.yaml, `llmdoctor explain PRB001`) and severity of each verdict that is a problem.
+VERDICT_RULES = {BUFFERED: ("PRB001", "error"), COALESCED: ("PRB002", "warning"), TRUNCATED: ("PRB003", "error"),
+                 INCONCLUSIVE: ("PRB004", "info")}
 
 DEFAULT_MIN_EVENTS = 5
 # A response that ends this soon after the request cannot show whether anything held it.

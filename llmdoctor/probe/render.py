@@ -65,7 +65,8 @@ def text_lines(result: ProbeResult) -> list[tuple[str, str]]:
         lines.append(("dim", f"  request     {request_headers}"
                              + (f"; body {result.body_bytes} bytes" if result.body_bytes else "")))
     style = _VERDICT_STYLE.get(result.verdict, "bold red")
-    lines.append((style, f"verdict: {result.verdict} - {result.reason}"))
+    rule = f" ({result.rule})" if result.rule else ""
+    lines.append((style, f"verdict: {result.verdict} - {result.reason}{rule}"))
     server = rec.header("server")
     status = f"{rec.status} {rec.reason}".strip() + f"  {rec.http_version}"
     framing = ("chunked" if (rec.header("transfer-encoding") or "").lower().endswith("chunked")

@@ -6,9 +6,10 @@ Sources, in order:
 2. user files from `--rules-dir` / config `rules-dir`, which may only ADD entries to existing tables.
 
 Two file kinds:
-- a rule file: `id`, `name`, `severity`, `summary`, `why`, `example`, `use_instead`, `fix_safety`,
-  optional `prefilter` (literals that must all occur in a file), `tables` (name -> entries) and
-  `examples: {hit: [...], near_miss: [...]}`;
+- a rule file: a check of `command: scan` (documentation, severity and examples as every check in
+  `llmdoctor.catalog`, validated by its `parse_check`), plus optional `prefilter` (literals that must all
+  occur in a file) and `tables` (name -> entries); check files of other commands (NGX..., KV...) are not
+  the scan engine's and are skipped;
 - a knowledge file: `kind: tables` and no `id`, read by any rule (e.g. the SDK tables). Its optional
   `tables` key is validated like a rule's; the whole document is also kept as-is in
   `catalog.knowledge[<file stem>]` for rules with richer schemas (whose own code validates them).
@@ -29,14 +30,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmdoctor.catalog import (
+    PREFIXES_FILE,
+    did_you_mean,
+    help_markdown,
+    load_prefixes,
+    parse_check,
+    read_bytes,
+    read_yaml,
+    shipped_rules_dir,
+)
 from llmdoctor.errors import UserError
-from llmdoctor.report.model import SEVERITIES, RuleInfo
+from llmdoctor.report.model import RuleInfo
 
-RULE_ID = re.compile(r"^[A-Z]{2,}[0-9]{3}$")
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 QUALIFIED_NAME = re.compile(r"^[A-Za-z_*][A-Za-z0-9_*]*(\.[A-Za-z_*][A-Za-z0-9_*]*)*$")
-DOC_KEYS = ("name", "severity", "summary", "why", "example", "use_instead", "fix_safety")
-RULE_KEYS = {"id", *DOC_KEYS, "prefilter", "tables", "examples"}
+SCAN_KEYS = {"prefilter", "tables"}
 USER_TABLES_KEYS = {"kind", "description", "tables"}
 # SDK knowledge a user file may carry (docs/sdk-knowledge.md), stored in `catalog.knowledge["user:<stem>"]`
 USER_SDK_KEYS = {"name", "imports", "clients", "modules", "method_sets", "libraries", "verified"}
@@ -121,12 +130,7 @@ class RuleSpec:
     near_misses: list[str] = field(default_factory=list)
 
     def help_markdown(self) -> str:
-        return (
-            f"## What it does\n{self.summary}\n\n## Why it matters\n{self.why.strip()}\n\n"
-            f"## Example\n```python\n{self.example.rstrip()}\n```\n\n"
-            f"## Use instead\n```python\n{self.use_instead.rstrip()}\n```\n\n"
-            f"## Fix safety\n{self.fix_safety.strip()}\n"
-        )
+        return help_markdown(self)
 
     def info(self) -> RuleInfo:
         return RuleInfo(id=self.id, name=self.name, severity=self.severity, summary=self.summary,
@@ -155,25 +159,8 @@ class Catalog:
                             "(see `llmdoctor rules`)") from None
 
 
-def did_you_mean(rule_id: str, known) -> str:
-    """' (did you mean LLM004?)' for `LLM04`, `llm-4`, `4`, `LLM0004`; '' when nothing is close."""
-    import re
-
-    number = re.sub(r"\D", "", rule_id).lstrip("0")
-    close = [k for k in sorted(known) if number and re.sub(r"\D", "", k).lstrip("0") == number and k != rule_id]
-    return f" (did you mean {close[0]}?)" if close else ""
-
 
 # ----------------------------------------------------------------------------- loading
-
-
-def shipped_rules_dir() -> Path:
-    """`llmdoctor/rules` inside an installed wheel, else the repository's `rules/` (source checkout)."""
-    package_dir = Path(__file__).resolve().parent.parent
-    inside = package_dir / "rules"
-    if inside.is_dir():
-        return inside
-    return package_dir.parent / "rules"
 
 
 def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | None = None) -> Catalog:
@@ -183,18 +170,24 @@ def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | N
     if not files:
         raise UserError(f"no rule files found in {shipped}: the installation is incomplete; "
                         "reinstall llmdoctor")
+    prefixes = load_prefixes(shipped)
     catalog = Catalog()
     digest = hashlib.sha256()
     for path in files:
-        data = _read_yaml(path, digest)
-        _load_shipped(catalog, path, data)
+        if path.name == PREFIXES_FILE:
+            continue
+        raw = read_bytes(path)
+        data = read_yaml(path, raw)
+        if _load_shipped(catalog, path, data, prefixes):
+            digest.update(str(path.name).encode() + b"\0" + raw + b"\0")
     for directory in user_dirs:
         directory = Path(directory)
         if not directory.is_dir():
             raise UserError(f"rules-dir {directory}: not a directory; pass a folder of *.yaml table files")
         for path in sorted(directory.glob("*.y*ml")):
-            data = _read_yaml(path, digest)
-            _load_user(catalog, path, data)
+            raw = read_bytes(path)
+            digest.update(str(path.name).encode() + b"\0" + raw + b"\0")
+            _load_user(catalog, path, read_yaml(path, raw))
     for spec in catalog.rules.values():
         for name in spec.table_names:
             catalog.tables.setdefault(name, Table(name))
@@ -202,74 +195,38 @@ def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | N
     return catalog
 
 
-def _read_yaml(path: Path, digest) -> dict:
-    import yaml
-
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise UserError(f"{path}: cannot read rule file: {err.strerror or err}") from None
-    digest.update(str(path.name).encode() + b"\0" + raw + b"\0")
-    try:
-        # libyaml's loader when present: ~9x faster than the pure-Python one on the shipped tables
-        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise UserError(f"{where}: invalid YAML: {problem}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: a rule file must be a YAML mapping (id, name, ... or kind: tables)")
-    return data
-
-
 def _fail(path: Path, key: str, problem: str) -> UserError:
     return UserError(f"{path}: key {key!r}: {problem}")
 
 
-def _text(path: Path, data: dict, key: str) -> str:
-    value = data.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(path, key, "missing or not a non-empty string")
-    return value
-
-
-def _load_shipped(catalog: Catalog, path: Path, data: dict) -> None:
-    catalog.sources.append(str(path))
+def _load_shipped(catalog: Catalog, path: Path, data: dict, prefixes) -> bool:
+    """Add one shipped file; False for a check of another command (not the scan engine's)."""
     if data.get("kind") == "tables" and "id" not in data:
+        catalog.sources.append(str(path))
         _add_tables(catalog, path, data.get("tables"), allow_new=True)
         catalog.knowledge[path.stem] = data
-        return
+        return True
     if "kind" in data:
         raise _fail(path, "kind", "the only kind is 'tables' (a knowledge file, which has no 'id')")
-    _check_keys(path, data, RULE_KEYS)
-    rule_id = data.get("id")
-    if not isinstance(rule_id, str) or not RULE_ID.match(rule_id):
-        raise _fail(path, "id", "missing or not like 'LLM004'")
-    if rule_id in catalog.rules:
-        raise _fail(path, "id", f"{rule_id} is already defined in {catalog.rules[rule_id].source}")
-    severity = _text(path, data, "severity")
-    if severity not in SEVERITIES:
-        raise _fail(path, "severity", f"must be one of {', '.join(SEVERITIES)} (got {severity!r})")
+    check = parse_check(path, data, prefixes, extra_keys=SCAN_KEYS)
+    if check.command != "scan":
+        return False
+    catalog.sources.append(str(path))
+    if check.id in catalog.rules:
+        raise _fail(path, "id", f"{check.id} is already defined in {catalog.rules[check.id].source}")
     prefilter = data.get("prefilter", [])
     if not isinstance(prefilter, list) or not all(isinstance(p, str) and p for p in prefilter):
         raise _fail(path, "prefilter", "must be a list of non-empty strings")
-    examples = data.get("examples")
-    if not isinstance(examples, dict) or set(examples) - {"hit", "near_miss"}:
-        raise _fail(path, "examples", "must be a mapping with 'hit' and 'near_miss' lists of code")
-    lists = {}
-    for kind in ("hit", "near_miss"):
-        items = examples.get(kind)
-        if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+    for kind, items in (("hit", check.hits), ("near_miss", check.near_misses)):
+        if not all(isinstance(i, str) for i in items):
             raise _fail(path, f"examples.{kind}", "must be a non-empty list of code strings")
-        lists[kind] = items
-    tables = data.get("tables", {})
-    table_names = _add_tables(catalog, path, tables, allow_new=True)
-    catalog.rules[rule_id] = RuleSpec(
-        id=rule_id, source=str(path), prefilter=list(prefilter), table_names=table_names,
-        hits=lists["hit"], near_misses=lists["near_miss"],
-        **{key: _text(path, data, key) for key in DOC_KEYS},
+    table_names = _add_tables(catalog, path, data.get("tables", {}), allow_new=True)
+    catalog.rules[check.id] = RuleSpec(
+        id=check.id, name=check.name, severity=check.severity, summary=check.summary, why=check.why,
+        example=check.example, use_instead=check.use_instead, fix_safety=check.fix_safety, source=str(path),
+        prefilter=list(prefilter), table_names=table_names, hits=check.hits, near_misses=check.near_misses,
     )
+    return True
 
 
 def _load_user(catalog: Catalog, path: Path, data: dict) -> None:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterable, Iterator
 
 from llmdoctor.errors import UserError
+from llmdoctor.machine import available_cpus
 from llmdoctor.report.model import InputError
 from llmdoctor.scan.catalog import Catalog
 from llmdoctor.scan.engine import FileResult, analyze_source
@@ -27,13 +28,6 @@ from llmdoctor.scan.settings import ScanConfig
 
 MIN_FILES_PER_WORKER = 8  # below jobs * this many files to analyse, a pool costs more than it saves
 MAX_CHUNK = 32  # files per batch sent to a worker (more: less IPC; fewer: better balance at the end)
-
-
-def available_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 # ----------------------------------------------------------------------------- one file, with its stamp

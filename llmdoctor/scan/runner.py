@@ -135,3 +135,8 @@ def _check_rule_ids(config: ScanConfig, catalog: Catalog, options: ScanOptions) 
             if not any(k.startswith(rule_id) for k in known):
                 raise UserError(f"{label}: unknown rule {rule_id!r}{did_you_mean(rule_id, known)}; "
                                 f"known rules: {', '.join(known)}")
+    if not any(config.rule_enabled(rule_id, "") for rule_id in known):  # "All checks passed" would be a lie
+        chosen = f"{checks[0][0]} {','.join(config.select)}" if config.select else "every rule"
+        ignored = "--ignore" if options.ignore else f"ignore{where}"
+        raise UserError(f"{chosen} with {ignored} {','.join(config.ignore)} leaves no rule to check: "
+                        "nothing would be checked (drop one of them)")

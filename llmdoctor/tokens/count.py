@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Callable
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     import tiktoken
 
 Mode = Literal["auto", "text", "request"]
+OVER_BUDGET = "TOK001"  # rules/tok001.yaml (`llmdoctor explain TOK001`)
 STDIN_NAME = "<stdin>"
 
 
@@ -77,8 +77,19 @@ class FileCount:
             data.update({"context": None, "reserve": None, "budget": None, "fits": None})
         if self.chat is not None:
             data.update({"messages": self.chat.messages, "tool_tokens": self.chat.tools})
+        if self.fits is False:
+            data["rule"] = OVER_BUDGET
         data["notes"] = list(self.notes)
         return data
+
+    def finding(self) -> dict | None:
+        """TOK001 as every command's JSON carries findings, or None when it fits (or has no budget)."""
+        if self.fits is not False or self.budget is None:
+            return None
+        b = self.budget
+        return {"rule": OVER_BUDGET, "severity": "error", "path": self.path,
+                "message": f"{self.tokens:,} tokens + {b.reserve:,} reserved for the answer exceed the context of "
+                           f"{b.context:,} ({b.context_source}) by {self.over_by:,}"}
 
 
 @dataclass
@@ -115,6 +126,7 @@ class TokensReport:
             "encodings": {name: {"path": s.path, "sha256": s.sha256, "verified_against": s.verified_against}
                           for name, s in sorted(self.encodings.items())},
             "errors": [e.to_dict() for e in self.errors],
+            "findings": [f for f in (item.finding() for item in self.ordered()) if f],
             "notes": list(self.notes),
             "summary": {"files": len(self.files), "over_budget": len(self.over_budget),
                         "errors": len(self.errors), "skipped_binary": self.skipped_binary},
@@ -356,7 +368,9 @@ def count_tokens(paths: list[str], options: Options,
 
 
 def default_threads() -> int:
-    return min(8, os.cpu_count() or 1)
+    from llmdoctor.machine import available_cpus
+
+    return min(8, available_cpus())
 
 
 def _read_sniffing(path: Path) -> bytes:

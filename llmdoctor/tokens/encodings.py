@@ -73,11 +73,30 @@ def model_encoding_name(model: str) -> str:
     try:
         return encoding_name_for_model(model)
     except KeyError:
+        not_tiktoken = open_weights_model(model)
+        if not_tiktoken:
+            raise UserError(not_tiktoken) from None
         known = sorted(set(MODEL_TO_ENCODING) | set(context_table()))
         raise UserError(
             f"unknown model {model!r} (tiktoken does not know its tokenizer){did_you_mean(model, known)}; "
             "pass --encoding NAME to count with a given encoding"
         ) from None
+
+
+def open_weights_model(model: str) -> str | None:
+    """The message for a model that kv-budget knows (an open-weights preset) but whose tokenizer is not a
+    tiktoken encoding, or None when `model` is not one of them."""
+    from llmdoctor.kv.presets import PRESETS
+
+    preset = PRESETS.get(model.lower())
+    if preset is None:
+        return None
+    window = preset.arch().max_position
+    context = f" --context {window}" if window else ""
+    return (f"model {model!r} ({preset.source}) is known to kv-budget, but its tokenizer is its own (the "
+            "Hugging Face tokenizer.json), not a tiktoken encoding, so `tokens` cannot count it exactly; for an "
+            f"estimate pass --encoding o200k_base{context} (its counts are not the model's), or count with the "
+            "model's own tokenizer (transformers AutoTokenizer)")
 
 
 def check_encoding_name(name: str) -> str:

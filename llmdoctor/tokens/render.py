@@ -18,7 +18,7 @@ def _fits_cell(item: FileCount) -> tuple[str, str]:
         return "-", "-"
     if item.fits:
         return "yes", "[green]yes[/]"
-    plain = f"NO, over by {item.over_by:,}"
+    plain = f"NO, over by {item.over_by:,} ({item.finding()['rule']})"
     return plain, f"[bold red]{plain}[/]"
 
 
@@ -73,7 +73,7 @@ def summary_line(report: TokensReport) -> str:
         parts.append("~ = estimate, see notes")
     over = len(report.over_budget)
     if over:
-        parts.append(f"{over} over budget")
+        parts.append(f"{over} over budget (TOK001)")
     if report.errors:
         parts.append(f"{len(report.errors)} could not be counted")
     if report.skipped_binary:

@@ -1,0 +1,69 @@
+"""The options `kv-budget` and `gpu` share (the model, its config, vLLM's settings) and their checks, in one
+place: both commands read a model the same way and compute its budget with the same code.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from llmdoctor.commands.options import note
+from llmdoctor.errors import UserError
+
+MODEL = typer.Option(None, "--model", "-m", metavar="NAME", help="A built-in model (see kv-budget --list-models).")
+MODEL_CONFIG = typer.Option(None, "--model-config", metavar="PATH",
+                            help="Or a Hugging Face config.json (or the folder holding one).")
+# the old spelling: `--config` means llmdoctor's own config file everywhere else
+LEGACY_CONFIG = typer.Option(None, "--config", "-c", hidden=True)
+DTYPE = typer.Option("auto", "--dtype", help="Weights dtype: auto (config), fp32, fp16, bf16, fp8.")
+KV_DTYPE = typer.Option("auto", "--kv-dtype", help="KV cache dtype: auto (= model dtype), fp8, int8, fp16, bf16, fp32.")
+TP = typer.Option(1, "--tp", min=1, help="Tensor-parallel GPUs (weights and KV heads split).")
+BLOCK_SIZE = typer.Option(16, "--block-size", min=1, help="Tokens per KV block (vLLM default 16).")
+UTILIZATION = typer.Option(0.9, "--utilization", help="vLLM --gpu-memory-utilization (0 < U ≤ 1).")
+OVERHEAD = typer.Option("2GiB", "--overhead", metavar="SIZE", help="Activation peak + CUDA context vLLM keeps out "
+                        "of the KV cache (an assumption; vLLM measures it).")
+MAX_BATCHED_TOKENS = typer.Option(8192, "--max-batched-tokens", min=1, help="vLLM --max-num-batched-tokens "
+                                  "(matters for sliding-window layers).")
+
+
+def model_config_path(model_config: str | None, legacy_config: str | None) -> str | None:
+    if legacy_config is not None:
+        if model_config is not None:
+            raise UserError("give --model-config once (--config is its old name)")
+        note("--config is now --model-config (a Hugging Face config.json); --config still works here")
+        return legacy_config
+    return model_config
+
+
+def check_utilization(utilization: float) -> None:
+    if not 0 < utilization <= 1:
+        raise UserError(f"--utilization must be in (0, 1], got {utilization}")
+
+
+def memory_size(text: str, option: str) -> int:
+    """A memory size for a GPU/KV option: below 1 MiB it is a mistake (`--gpu-mem 80`), not a budget."""
+    from llmdoctor.sizes import MIB, parse_size
+
+    value = parse_size(text, option)
+    if value < MIB:
+        number = text.strip()
+        hint = f"; did you mean {number}GiB or {number}GB?" if number.replace(".", "", 1).isdigit() else ""
+        raise UserError(f"{option} {text}: {value:,} bytes is less than 1 MiB{hint} (a bare number is bytes)")
+    return value
+
+
+def make_budget(*, model, model_config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens, batch=1,
+                sliding_window=True):
+    """The Budget of a model (preset or config.json) for vLLM's settings; `seq` None = the model's context
+    length, as vLLM's default --max-model-len."""
+    from llmdoctor.kv.budget import Budget
+    from llmdoctor.kv.model import make_shape, resolve_dtypes, resolve_model, weights_block
+
+    arch, source, raw = resolve_model(model, model_config)
+    weights_dtype, cache_dtype = resolve_dtypes(arch, raw, dtype, kv_dtype)
+    shape = make_shape(arch, cache_dtype, tp)
+    if seq is None:
+        seq = arch.max_position or 4096
+    windows = arch.windows if sliding_window else (None,) * arch.layers
+    budget = Budget(arch, shape, weights_dtype, cache_dtype, batch, seq, block_size, windows, max_batched_tokens,
+                    fp8_block=weights_block(raw, source, weights_dtype))
+    return budget, source
