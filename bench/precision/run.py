@@ -184,6 +184,7 @@ class ProjectResult:
     ruff_verdicts: list[tuple[RuffFinding, str]]  # (finding, "matched" | "exempt: ..." | "UNMATCHED ...")
     seconds: float
     errors: list[str] = field(default_factory=list)
+    appended: int = 0  # todo labels written by --write-todo
 
 
 def judge_ruff(ruff: list[RuffFinding], findings: list[Finding], labels: list[Label]) -> list[tuple[RuffFinding, str]]:
@@ -366,9 +367,8 @@ def report(results: list[ProjectResult], args: argparse.Namespace, versions: str
             print(f"  {title}: {len(items)}")
             for item in items:
                 print(f"    {item}")
-        if args.write_todo and matched.todo:
-            added = append_todo(result.project, matched.todo, Sources(args.corpus / name))
-            print(f"  appended {added} todo labels to {labels_file(name).relative_to(HERE.parents[1])}")
+        if result.appended:
+            print(f"  appended {result.appended} todo labels to {labels_file(name).relative_to(HERE.parents[1])}")
         ruff_classes = Counter(ruff_class(verdict) for _, verdict in result.ruff_verdicts)
         summary.setdefault("projects", {})[name] = {
             "set": result.project.set, "findings": len(result.findings), "judged": len(matched.judged),
@@ -411,7 +411,16 @@ def main(argv: list[str] | None = None) -> int:
     except LabelError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    summary = report(results, args, versions)
+    if args.write_todo:  # before printing, so a closed pipe cannot lose them
+        for result in results:
+            if result.matched.todo:
+                result.appended = append_todo(result.project, result.matched.todo,
+                                              Sources(args.corpus / result.project.name))
+    try:
+        summary = report(results, args, versions)
+    except BrokenPipeError:  # `run.py | head`
+        sys.stderr.close()
+        return 0
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
     return 0
