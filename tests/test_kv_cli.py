@@ -102,7 +102,6 @@ def test_list_models(cli):
     (("--model", "llama-3.1-8b", "--tp", "3"), "do not split evenly"),
     (("--model", "llama-3.1-8b", "--kv-dtype", "fp4"), "--kv-dtype"),
     (("--model-config", "/no/such/dir"), "does not exist"),
-    ((), "give --model"),
     (("--model", "llama-3.1-8b", "--format", "jsn"), "--format 'jsn': choose one of text, json"),
 ])
 def test_bad_input_exit_2(cli, args, needle):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("libcst", "httpx", "tiktoken", "pydantic")
+HEAVY = ("libcst", "httpx", "tiktoken", "pydantic", "tokenizers", "jinja2")
 
 PROBE = f"""
 import json, sys
@@ -45,6 +45,17 @@ def test_light_commands_import_no_heavy_module(args: tuple[str, ...]) -> None:
     result = imported(*args)
     assert result["code"] == 0
     assert result["heavy"] == []
+
+
+def test_kv_budget_with_a_preset_asks_no_server():
+    """The server discovery (http.client, the live readers) loads only when no model is named."""
+    probe = PROBE.replace("m.split('.')[0] in", "m in {'http.client', 'llmdoctor.kv.live', 'llmdoctor.kv.planner'} "
+                                                "or m.split('.')[0] in")
+    proc = subprocess.run([sys.executable, "-c", probe, "kv-budget", "--model", "llama-3.1-8b", "--kv-mem", "20GiB"],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+    marker = [line for line in proc.stderr.splitlines() if line.startswith("IMPORTED=")]
+    assert json.loads(marker[-1].removeprefix("IMPORTED=")) == {"code": 0, "heavy": []}
 
 
 def test_fully_cached_scan_imports_no_heavy_module(tmp_path: Path) -> None:

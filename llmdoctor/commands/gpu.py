@@ -19,7 +19,8 @@ def gpu(
     seq: int = typer.Option(None, "--max-model-len", "--seq", min=1, metavar="TOKENS",
                             help="vLLM --max-model-len (default: as vLLM, the model's max_position_embeddings, "
                                  "else 4096; --seq for short)."),
-    tp: int = opt.TP,
+    tp: str = opt.TP,
+    bs: int = typer.Option(1, "--bs", min=1, help="With --tp auto: requests that must run at once."),
     utilization: float = opt.UTILIZATION,
     dtype: str = opt.DTYPE,
     kv_dtype: str = opt.KV_DTYPE,
@@ -40,6 +41,14 @@ def gpu(
 
     opt.check_utilization(utilization)
     model_config = opt.model_config_path(model_config, legacy_config)
+    tp_size = opt.parallel_size(tp)
+    if tp_size is None:
+        if not (model or model_config):
+            raise UserError("--tp auto plans GPUs for a model: give --model or --model-config")
+        _auto(model, model_config, seq, bs, utilization, dtype, kv_dtype, block_size, overhead, max_batched_tokens,
+              fmt)
+        return
+    tp = tp_size
     budget = None
     if model or model_config:
         budget, _ = opt.make_budget(model=model, model_config=model_config, seq=seq, tp=tp, dtype=dtype,
@@ -72,6 +81,56 @@ def gpu(
         _render_text(snapshot, placements, budget, utilization, sys.stdout)
     if placements is not None and usable(placements) < tp:
         raise typer.Exit(1)
+
+
+def _auto(model, model_config, seq, bs, utilization, dtype, kv_dtype, block_size, overhead, max_batched_tokens,
+          fmt) -> None:
+    """`--tp auto`: kv-budget's planner on the devices NVML sees (the smallest of those where vLLM starts)."""
+    import json
+    import sys
+
+    from llmdoctor.errors import UserError
+    from llmdoctor.gpu import NvmlUnavailable, collect, placements
+    from llmdoctor.kv import flows
+    from llmdoctor.kv import planner as plans
+    from llmdoctor.kv.model import resolve, resolve_dtypes, weights_block
+    from llmdoctor.sizes import format_size
+
+    found = resolve(model, model_config)
+    arch, raw = found.arch, found.config
+    weights_dtype, cache_dtype = resolve_dtypes(arch, raw, dtype, kv_dtype)
+    length = seq if seq is not None else (arch.max_position or 4096)
+    try:
+        snapshot = collect()
+    except NvmlUnavailable as err:
+        raise UserError(str(err)) from None
+    places = placements(snapshot)
+    usable_places = [p for p in places if p[3] >= p[2] * utilization]
+    req = plans.Request(arch, weights_dtype, cache_dtype, bs, length, block_size, max_batched_tokens,
+                        None, weights_block(raw, found.source, weights_dtype))
+    if not usable_places:
+        view = flows.View({"mode": "plan", "devices": len(places), "usable": 0, "chosen": None},
+                          [(f"[bold red]no device here has free memory ≥ total × {utilization}[/]: vLLM starts on "
+                            f"none of the {len(places)} seen")], 1)
+    else:
+        total = min(p[2] for p in usable_places)
+        gpus = plans.Gpus(total, utilization, opt.memory_size(overhead, "--overhead"))
+        search = plans.smallest_plan(req, gpus, 1, max_gpus=len(usable_places))
+        view = flows.plan_view(req, gpus, search, found.serve_name, resolve_dtypes(arch, raw, "auto", "auto"),
+                               format_size(total))
+        view.data.update({"devices": len(places), "usable": len(usable_places)})
+        view.lines.insert(0, f"{len(usable_places)} of the {len(places)} devices here can start vLLM (free ≥ "
+                             f"total × {utilization}); planning {flows.escape(arch.name)} on them")
+    if fmt == "json":
+        sys.stdout.write(json.dumps({**snapshot.to_dict(), "plan": view.data}, indent=2) + "\n")
+    else:
+        from llmdoctor.report.render import make_console
+
+        console = make_console(sys.stdout)
+        for line in view.lines:
+            console.print(line, soft_wrap=True)
+    if view.exit_code:
+        raise typer.Exit(view.exit_code)
 
 
 def _placement_dict(p) -> dict:

@@ -9,14 +9,18 @@ import typer
 from llmdoctor.commands.options import note
 from llmdoctor.errors import UserError
 
-MODEL = typer.Option(None, "--model", "-m", metavar="NAME", help="A built-in model (see kv-budget --list-models).")
+MODEL = typer.Option(None, "--model", "-m", metavar="NAME", help="A built-in model (see kv-budget --list-models), a "
+                     "Hub id (org/name) in the local Hugging Face cache, or a model folder; never downloaded.")
+REVISION = typer.Option(None, "--revision", help="With --model org/name: the cached branch, tag or commit "
+                        "(default main).")
 MODEL_CONFIG = typer.Option(None, "--model-config", metavar="PATH",
                             help="Or a Hugging Face config.json (or the folder holding one).")
 # the old spelling: `--config` means llmdoctor's own config file everywhere else
 LEGACY_CONFIG = typer.Option(None, "--config", "-c", hidden=True)
 DTYPE = typer.Option("auto", "--dtype", help="Weights dtype: auto (config), fp32, fp16, bf16, fp8.")
 KV_DTYPE = typer.Option("auto", "--kv-dtype", help="KV cache dtype: auto (= model dtype), fp8, int8, fp16, bf16, fp32.")
-TP = typer.Option(1, "--tp", min=1, help="Tensor-parallel GPUs (weights and KV heads split).")
+TP = typer.Option("1", "--tp", metavar="N|auto", help="Tensor-parallel GPUs (weights and KV heads split), or auto: "
+                  "the fewest vLLM accepts where the batch fits.")
 BLOCK_SIZE = typer.Option(16, "--block-size", min=1, help="Tokens per KV block (vLLM default 16).")
 UTILIZATION = typer.Option(0.9, "--utilization", help="vLLM --gpu-memory-utilization (0 < U ≤ 1).")
 OVERHEAD = typer.Option("2GiB", "--overhead", metavar="SIZE", help="Activation peak + CUDA context vLLM keeps out "
@@ -51,14 +55,41 @@ def memory_size(text: str, option: str) -> int:
     return value
 
 
-def make_budget(*, model, model_config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens, batch=1,
-                sliding_window=True):
-    """The Budget of a model (preset or config.json) for vLLM's settings; `seq` None = the model's context
-    length, as vLLM's default --max-model-len."""
-    from llmdoctor.kv.budget import Budget
-    from llmdoctor.kv.model import make_shape, resolve_dtypes, resolve_model, weights_block
+def parallel_size(text: str, option: str = "--tp") -> int | None:
+    """A GPU count, or None for `auto`."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise UserError(f"{option}: {text!r} is not a number of GPUs or `auto`") from None
+    if value < 1:
+        raise UserError(f"{option}: must be at least 1, got {value}")
+    return value
 
-    arch, source, raw = resolve_model(model, model_config)
+
+def length(text: str, option: str = "--max-model-len") -> int | None:
+    """A positive number of tokens, or None for `auto` (vLLM's --max-model-len auto)."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise UserError(f"{option}: {text!r} is not a number of tokens or `auto`") from None
+    if value < 1:
+        raise UserError(f"{option}: must be at least 1, got {value}")
+    return value
+
+
+def make_budget(*, model, model_config, seq, tp, dtype, kv_dtype, block_size, max_batched_tokens, batch=1,
+                sliding_window=True, revision=None):
+    """The Budget of a model (preset, Hub id in the HF cache, folder or config.json) for vLLM's settings;
+    `seq` None = the model's context length, as vLLM's default --max-model-len."""
+    from llmdoctor.kv.budget import Budget
+    from llmdoctor.kv.model import make_shape, resolve, resolve_dtypes, weights_block
+
+    found = resolve(model, model_config, revision)
+    arch, source, raw = found.arch, found.source, found.config
     weights_dtype, cache_dtype = resolve_dtypes(arch, raw, dtype, kv_dtype)
     shape = make_shape(arch, cache_dtype, tp)
     if seq is None:

@@ -46,9 +46,21 @@ def tokens(
     ),
     jobs: int | None = opt.jobs_option("Encoder threads", "the available CPUs, at most 8", _default_jobs()),
     threads: int | None = typer.Option(None, "--threads", hidden=True),  # the old name of --jobs
+    tokenizer: str | None = typer.Option(
+        None, "--tokenizer", help="An open model's tokenizer: org/name from the local Hugging Face cache, a "
+        "folder or a tokenizer.json; chat requests are rendered with its chat template."
+    ),
+    revision: str | None = typer.Option(None, "--revision", help="With --tokenizer org/name: the cached revision."),
+    url: str | None = typer.Option(
+        None, "--url", help="A running vLLM/SGLang/TGI server: its max_model_len is the budget, and its model "
+        "the tokenizer when --tokenizer is not given."
+    ),
+    api_key: str | None = typer.Option(None, "--api-key", envvar=["LLMDOCTOR_API_KEY", "VLLM_API_KEY",
+                                       "OPENAI_API_KEY"], show_envvar=False, help="Bearer key for --url."),
+    timeout: float = typer.Option(2.0, "--timeout", help="Seconds to wait for the server (--url)."),
     fmt: str = opt.format_option(*opt.PLAIN_FORMATS),
 ) -> None:
-    """Count tokens exactly (tiktoken, offline) and check them against a context budget.
+    """Count tokens exactly (tiktoken, or an open model's own tokenizer; offline) and check them against a budget.
 
     Exit 0: everything fits (or no budget); 1: something is over budget; 2: an input could not be counted.
     """
@@ -71,9 +83,16 @@ def tokens(
         opt.note("--threads is now --jobs/-j; --threads still works")
         jobs = threads or None  # --threads 0 meant automatic
     opt.check_jobs(jobs)
+    context_source = "--context"
+    if url:
+        served, length = _served(url, api_key, timeout)
+        tokenizer = tokenizer or served
+        if context is None and length:
+            context, context_source = length, f"max_model_len of {served} at {url}"
     options = Options(encoding=encoding, model=model, encoding_file=encoding_file, context=context,
                       reserve=reserve, glob=glob, mode=mode,  # type: ignore[arg-type]
-                      threads=jobs or default_threads())
+                      threads=jobs or default_threads(), tokenizer=tokenizer, revision=revision,
+                      context_source=context_source)
     report = count_tokens(list(paths), options, stdin=_stdin_reader(implicit=implicit_stdin))
     if fmt == "json":
         sys.stdout.write(to_json(report) + "\n")
@@ -90,6 +109,24 @@ def _stdin_reader(*, implicit: bool):
                             "- (stdin), e.g. llmdoctor tokens prompts/")
         return data
     return read
+
+
+def _served(url: str, api_key: str | None, timeout: float) -> tuple[str, int | None]:
+    """(model id, max_model_len) the server at `url` lists in /v1/models."""
+    from llmdoctor.kv import live
+
+    if not timeout > 0:
+        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
+    client = live.Client(url, api_key, timeout)
+    notes: list[str] = []
+    try:
+        model, length, _, status = live.models(client, notes)
+    except live.Unreachable as err:
+        raise UserError(f"--url: nothing answers at {err}") from None
+    if model is None:
+        hint = ": it needs an API key (--api-key)" if status == 401 else ""
+        raise UserError(f"--url {url}: /v1/models answered {status} without a model{hint}")
+    return model, length
 
 
 def register(app: typer.Typer) -> None:

@@ -174,27 +174,27 @@ _MAX_CONFIG_BYTES = 16 * 2**20  # a config.json is a few KB
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
 
 
-def load_config_file(path: str | Path) -> tuple[dict, str]:
+def load_config_file(path: str | Path, option: str = "--model-config") -> tuple[dict, str]:
     """The parsed config.json (a folder holding one is accepted) and the path to name in messages."""
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
     if not p.exists():
-        raise UserError(f"--model-config: {p} does not exist; give a Hugging Face config.json or a folder holding one")
+        raise UserError(f"{option}: {p} does not exist; give a Hugging Face config.json or a folder holding one")
     try:
         with p.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(_MAX_CONFIG_BYTES + 1)
         if len(raw) > _MAX_CONFIG_BYTES:
-            raise UserError(f"--model-config: {p} is larger than {_MAX_CONFIG_BYTES // 2**20} MiB: not a config.json")
+            raise UserError(f"{option}: {p} is larger than {_MAX_CONFIG_BYTES // 2**20} MiB: not a config.json")
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise UserError(f"--model-config: {p} is not UTF-8 text") from None
+        raise UserError(f"{option}: {p} is not UTF-8 text") from None
     except json.JSONDecodeError as err:
-        raise UserError(f"--model-config: {p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg})") from None
+        raise UserError(f"{option}: {p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg})") from None
     except OSError as err:
-        raise UserError(f"--model-config: cannot read {p}: {err.strerror}") from None
+        raise UserError(f"{option}: cannot read {p}: {err.strerror}") from None
     if not isinstance(data, dict):
-        raise UserError(f"--model-config: {p}: expected a JSON object at the top level")
+        raise UserError(f"{option}: {p}: expected a JSON object at the top level")
     return data, str(p)
 
 
@@ -207,6 +207,7 @@ def _merged(config: dict) -> dict:
 
 
 def _int(cfg: dict, source: str, *keys: str, required: bool = True) -> int | None:
+    """The first of `keys` present, a positive integer; UserError naming the key (and the architecture)."""
     for key in keys:
         value = cfg.get(key)
         if value is None:
@@ -216,8 +217,70 @@ def _int(cfg: dict, source: str, *keys: str, required: bool = True) -> int | Non
         return value
     if required:
         names = " / ".join(f"`{k}`" for k in keys)
-        raise UserError(f"{source}: missing key {names}; is this a decoder-only model's config.json?")
+        raise UserError(f"{source}: missing key {names} for {describe_architecture(cfg)}; llmdoctor reads "
+                        "decoder-only transformer configs (num_hidden_layers, hidden_size, num_attention_heads, "
+                        "intermediate_size, vocab_size) and does not guess the rest")
     return None
+
+
+def describe_architecture(cfg: dict) -> str:
+    """`model_type 'x' (XForCausalLM)` for messages; the config's own words."""
+    model_type = cfg.get("model_type")
+    arches = cfg.get("architectures")
+    names = ", ".join(str(a) for a in arches) if isinstance(arches, list) and arches else None
+    if model_type and names:
+        return f"model_type {str(model_type)!r} ({names})"
+    if model_type or names:
+        return f"model_type {str(model_type)!r}" if model_type else names or ""
+    return "this config (no model_type or architectures)"
+
+
+# State-space, linear-attention and convolution layers keep a per-request state that vLLM allocates in its
+# own cache spec (MambaSpec: conv and SSM state per request, pages padded to the attention page size); a
+# number that counts only the attention layers would be wrong, so such configs are refused.
+_STATE_MODEL_TYPES = frozenset({
+    "jamba", "mamba", "mamba2", "falcon_mamba", "falcon_h1", "qwen3_next", "granitemoehybrid", "bamba",
+    "nemotron_h", "zamba", "zamba2", "lfm2", "minimax", "minimax_m1", "plamo2", "rwkv", "recurrent_gemma",
+    "xlstm", "kimi_linear",
+})
+_STATE_KEYS = ("hybrid_override_pattern", "attn_layer_period", "attn_layer_indices", "attn_type_list",
+               "full_attention_interval", "layers_block_type", "block_types")
+_STATE_KEY_PREFIXES = ("mamba_", "ssm_", "linear_num_", "linear_key_", "linear_value_", "linear_conv",
+                       "conv_L_cache")
+_ATTENTION_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "attention"})
+
+
+def state_layer_evidence(cfg: dict) -> list[str]:
+    """What in a config says some layers keep a recurrent state instead of (or beside) a KV cache."""
+    evidence = []
+    model_type = str(cfg.get("model_type", ""))
+    if model_type in _STATE_MODEL_TYPES:
+        evidence.append(f"model_type {model_type!r}")
+    evidence += [f"`{key}`" for key in _STATE_KEYS if cfg.get(key) is not None]
+    prefixed = sorted(k for k in cfg if k.startswith(_STATE_KEY_PREFIXES))
+    if prefixed:
+        evidence.append(", ".join(f"`{k}`" for k in prefixed[:3]) + (" ..." if len(prefixed) > 3 else ""))
+    layer_types = cfg.get("layer_types")
+    if isinstance(layer_types, list):
+        other = sorted({str(t) for t in layer_types} - _ATTENTION_LAYER_TYPES)
+        if other:
+            evidence.append(f"`layer_types` {', '.join(repr(t) for t in other)}")
+    return evidence
+
+
+def refuse_unsupported(cfg: dict, source: str) -> None:
+    """UserError for configs whose memory vLLM does not count as a plain KV cache."""
+    evidence = state_layer_evidence(cfg)
+    if evidence:
+        raise UserError(
+            f"{source}: {describe_architecture(cfg)} is a hybrid model whose state-space / linear-attention "
+            f"layers keep a per-request state ({'; '.join(evidence)}); vLLM allocates it in a separate cache "
+            "spec and pads its pages to the attention page, which llmdoctor does not model, so it gives no "
+            "number rather than a wrong one. Ask the running server instead (`llmdoctor kv-budget --url "
+            "http://HOST:PORT`), or read 'GPU KV cache size' and 'Maximum concurrency' from the vLLM log")
+    if cfg.get("is_encoder_decoder"):
+        raise UserError(f"{source}: {describe_architecture(cfg)} is an encoder-decoder model (its cross-attention "
+                        "cache depends on the encoder input length); llmdoctor models decoder-only models")
 
 
 def _count(cfg: dict, source: str, key: str) -> int:
@@ -258,6 +321,7 @@ def _windows(cfg: dict, layers: int, source: str) -> tuple[int | None, ...]:
 def arch_from_config(config: dict, source: str, name: str | None = None) -> ModelArch:
     """Read the architecture from a config.json dict; UserError naming the missing or bad key."""
     cfg = _merged(config)
+    refuse_unsupported(cfg, source)
     model_type = str(cfg.get("model_type", ""))
     layers = _int(cfg, source, "num_hidden_layers", "n_layer", "num_layers")
     hidden = _int(cfg, source, "hidden_size", "n_embd", "d_model")

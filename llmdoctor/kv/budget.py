@@ -43,7 +43,8 @@ def cdiv(a: int, b: int) -> int:
 VOCAB_PADDING = 64  # vLLM's VocabParallelEmbedding / ParallelLMHead pad the vocabulary to a multiple of 64
 
 
-def weights_memory(arch: ModelArch, dtype: str, tp: int, block: tuple[int, int] | None = None) -> tuple[int, int]:
+def weights_memory(arch: ModelArch, dtype: str, tp: int, block: tuple[int, int] | None = None,
+                   vocab_matrices: int | None = None) -> tuple[int, int]:
     """(bytes of all weights, bytes on each tensor-parallel GPU) as vLLM loads them.
 
     Every weight is stored in `dtype`, except with fp8 weights (a checkpoint's `quant_method: fp8`, or
@@ -52,7 +53,9 @@ def weights_memory(arch: ModelArch, dtype: str, tp: int, block: tuple[int, int] 
     16 bits. MoE router biases are float32. Embeddings and the LM head are split by vocabulary (padded to a
     multiple of 64), matrices by rows or columns (k and v into at most one part per kv head: with fewer kv
     heads than GPUs, each GPU holds one head); DeepSeek's latent down-projections, the routers, the norms
-    and the biases (a few MB at most) are counted whole on every GPU."""
+    and the biases (a few MB at most) are counted whole on every GPU. `vocab_matrices`: how many vocab × hidden
+    matrices this GPU's stage holds (default: 1 when tied, else 2; with pipeline parallelism the first stage
+    holds the embedding and the last the LM head)."""
     fp8 = dtype == "fp8"
     plain = 2 if fp8 else DTYPE_BYTES[dtype]  # what is not quantized
     total = split = whole = 0  # all bytes; bytes split evenly across the GPUs; bytes on each GPU besides
@@ -69,7 +72,9 @@ def weights_memory(arch: ModelArch, dtype: str, tp: int, block: tuple[int, int] 
         else:
             split += size
     vocab = cdiv(arch.vocab, VOCAB_PADDING) * VOCAB_PADDING
-    embeddings = vocab * arch.hidden * (1 if arch.tie_embeddings else 2) * plain
+    if vocab_matrices is None:
+        vocab_matrices = 1 if arch.tie_embeddings else 2
+    embeddings = vocab * arch.hidden * vocab_matrices * plain
     router, router_bias = arch.router_params()
     norms_and_biases = (arch.param_count() - arch.embedding_params() - router - router_bias
                         - sum(matrix.params for matrix in arch.linear_matrices()))
@@ -160,6 +165,24 @@ class VllmLayout:
 
     def max_concurrency(self, kv_memory: int, max_model_len: int, max_num_batched_tokens: int) -> float:
         return self.num_blocks(kv_memory) / self.blocks_per_request(max_model_len, max_num_batched_tokens)
+
+    def auto_max_model_len(self, kv_memory: int, derived_max: int, max_num_batched_tokens: int) -> int:
+        """`--max-model-len auto` (-1): the largest length up to the model's own (`derived_max`) whose one
+        request fits the KV memory, by the same binary search as vLLM's `_auto_fit_max_model_len`
+        (vllm/v1/core/kv_cache_utils.py); 0 when not even one token fits."""
+        def fits(length: int) -> bool:
+            return self.request_memory(length, max_num_batched_tokens) <= kv_memory
+
+        if derived_max < 1 or not fits(1):
+            return 0
+        low, high, best = 1, derived_max, 1
+        while low <= high:
+            mid = (low + high) // 2
+            if fits(mid):
+                best, low = mid, mid + 1
+            else:
+                high = mid - 1
+        return best
 
 
 def vllm_layout(shape: KVShape, block_size: int, windows: tuple[int | None, ...]) -> VllmLayout:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from llmdoctor.errors import UserError
 from llmdoctor.kv.arch import ModelArch, arch_from_config, load_config_file
 from llmdoctor.kv.budget import DTYPE_BYTES, KVShape, model_dtype
@@ -11,20 +14,58 @@ WEIGHT_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8")
 KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")
 
 
+@dataclass(frozen=True)
+class ResolvedModel:
+    arch: ModelArch
+    source: str  # where it came from, for reports
+    config: dict  # the raw config.json
+    serve_name: str  # what to pass to `vllm serve` (a Hub id or a path)
+
+
 def resolve_model(model: str | None, config: str | None) -> tuple[ModelArch, str, dict]:
-    """(architecture, where it came from, the raw config) for `--model NAME` or `--config PATH`."""
+    """(architecture, where it came from, the raw config) for `--model NAME` or `--model-config PATH`."""
+    found = resolve(model, config)
+    return found.arch, found.source, found.config
+
+
+def resolve(model: str | None, config: str | None, revision: str | None = None) -> ResolvedModel:
+    """`--model` is a built-in name, a local folder or config.json, or `org/name` in the local Hugging Face
+    cache (at `--revision`); `--model-config` is a path. Never the network."""
     if model and config:
         raise UserError("give either --model or --model-config, not both")
-    if model:
-        preset = get_preset(model)
-        return preset.arch(), f"preset, from {preset.source} config.json", preset.config
     if config:
-        data, path = load_config_file(config)
-        from llmdoctor.report.model import display_path
+        return _from_path(config, "--model-config")
+    if not model:
+        raise UserError("give --model NAME (see --list-models) or --model-config PATH to a Hugging Face config.json")
+    from llmdoctor.kv.presets import PRESETS
 
-        shown = display_path(path)
-        return arch_from_config(data, shown), shown, data
-    raise UserError("give --model NAME (see --list-models) or --model-config PATH to a Hugging Face config.json")
+    key = model.strip().lower()
+    if key in PRESETS and revision is None:
+        preset = PRESETS[key]
+        return ResolvedModel(preset.arch(), f"preset, from {preset.source} config.json", preset.config,
+                             preset.source)
+    if Path(model).expanduser().exists():
+        return _from_path(model, "--model")
+    from llmdoctor.kv import hf_cache
+
+    if "/" in model and hf_cache.looks_like_repo_id(model):
+        snapshot = hf_cache.require_snapshot(model, revision, "--model", "config.json")
+        path = snapshot.file("config.json")
+        assert path is not None
+        data, _ = load_config_file(path)
+        return ResolvedModel(arch_from_config(data, snapshot.shown, name=model), snapshot.shown, data, model)
+    get_preset(model)  # an unknown short name: the did-you-mean message
+    raise AssertionError("unreachable")
+
+
+def _from_path(path: str, option: str) -> ResolvedModel:
+    data, shown_path = load_config_file(Path(path).expanduser(), option)
+    from llmdoctor.report.model import display_path
+
+    shown = display_path(shown_path)
+    folder = Path(path).expanduser()
+    serve = str(folder if folder.is_dir() else folder.parent)
+    return ResolvedModel(arch_from_config(data, shown), shown, data, serve)
 
 
 def weights_block(config: dict, source: str, weights_dtype: str) -> tuple[int, int] | None:

@@ -100,4 +100,5 @@ def get_preset(name: str) -> Preset:
     close = difflib.get_close_matches(key, PRESETS, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise UserError(f"--model: unknown model {name!r}.{hint} `llmdoctor kv-budget --list-models` lists the "
-                    "built-in models; for any other model pass its config.json with --config")
+                    "built-in models; any other model: its Hub id (org/name) from the local Hugging Face cache, "
+                    "its folder, or its config.json with --model-config")

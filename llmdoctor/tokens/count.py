@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from llmdoctor.errors import UserError
 from llmdoctor.report.model import InputError, display_path
-from llmdoctor.tokens import chat
+from llmdoctor.tokens import chat, hf
 from llmdoctor.tokens.budget import DEFAULT_RESERVE, Budget, context_table, known_context, make_budget
 from llmdoctor.tokens.encodings import (
     DEFAULT_ENCODING,
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 Mode = Literal["auto", "text", "request"]
 OVER_BUDGET = "TOK001"  # rules/tok001.yaml (`llmdoctor explain TOK001`)
+HF_KEY = "\x00hf"  # the pending batch of an open model's tokenizer (never a tiktoken encoding name)
 STDIN_NAME = "<stdin>"
 
 
@@ -42,6 +43,9 @@ class Options:
     glob: str | None = None
     mode: Mode = "auto"
     threads: int = 8
+    tokenizer: str | None = None  # an open model's tokenizer: a folder, a tokenizer.json or org/name (HF cache)
+    revision: str | None = None
+    context_source: str = "--context"  # what set `context` (a live server's max_model_len names itself)
 
 
 @dataclass
@@ -135,6 +139,9 @@ class TokensReport:
 
 def validate(options: Options) -> None:
     """Option errors stop the run (exit 2) before any file is read."""
+    if options.tokenizer is not None and (options.encoding or options.encoding_file):
+        raise UserError("give --tokenizer (an open model's tokenizer.json) or --encoding/--encoding-file "
+                        "(tiktoken), not both")
     if options.encoding is not None:
         check_encoding_name(options.encoding)
     elif options.model is not None:
@@ -161,6 +168,15 @@ class Counter:
         self.options = options
         self.report = TokensReport()
         self._pending: dict[str, list[_Pending]] = {}
+        self._hf: hf.HFTokenizer | None = None
+
+    def hf_tokenizer(self) -> hf.HFTokenizer:
+        if self._hf is None:
+            assert self.options.tokenizer is not None
+            self._hf = hf.load(self.options.tokenizer, self.options.revision)
+            self.report.notes.append(f"counted with the tokenizer of {self._hf.source} (tokenizer.json sha256 "
+                                     f"{self._hf.sha256[:16]}...)")
+        return self._hf
 
     # -------------------------------------------------------------- encodings
 
@@ -230,6 +246,14 @@ class Counter:
             self._add_text(shown, text)
 
     def _add_text(self, shown: str, text: str, note: str | None = None) -> None:
+        if self.options.tokenizer:
+            target = FileCount(shown, "text", self.options.tokenizer, self.options.model)
+            if note:
+                target.notes.append(note)
+            target.budget = self._budget(target, self.options.model, None)
+            self.report.files.append(target)
+            self._pending.setdefault(HF_KEY, []).append(_Pending(text, target))
+            return
         model = self.options.model
         try:
             encoding = self.encoding_for(model)
@@ -245,7 +269,8 @@ class Counter:
 
     def _add_json(self, shown: str, text: str, *, required: bool) -> None:
         try:
-            request = chat.as_request(chat.parse_json(text))
+            data = chat.parse_json(text)
+            request = chat.as_request(data)
         except chat.RequestError as err:
             self.report.errors.append(InputError(shown, err.reason, err.line))
             return
@@ -254,6 +279,9 @@ class Counter:
                 self.report.errors.append(InputError(shown, 'not a chat request: no "messages" list'))
             else:
                 self._add_text(shown, text, note='JSON without a "messages" list: counted as text')
+            return
+        if self.options.tokenizer:
+            self._add_hf_chat(shown, request, data)
             return
         model = self.options.model or request.model
         try:
@@ -277,9 +305,40 @@ class Counter:
         target.budget = self._budget(target, model, request.max_output)
         self.report.files.append(target)
 
+    def _add_hf_chat(self, shown: str, request: chat.ChatRequest, data: dict) -> None:
+        """The request as the engine sees it: the model's chat template rendered, then encoded."""
+        tokenizer = self.hf_tokenizer()
+        tools = data.get("tools") if isinstance(data.get("tools"), list) else None
+        extra = data.get("chat_template_kwargs") if isinstance(data.get("chat_template_kwargs"), dict) else None
+        notes = []
+        media = sum(1 for m in request.messages if isinstance(m.get("content"), list)
+                    for part in m["content"] if isinstance(part, dict) and part.get("type") not in
+                    ("text", "input_text"))
+        try:
+            prompt = tokenizer.render(request.messages, tools, extra)
+            tool_tokens = 0
+            if tools:
+                tool_tokens = tokenizer.count(prompt) - tokenizer.count(tokenizer.render(request.messages, None,
+                                                                                         extra))
+        except hf.TemplateFailure as err:
+            self.report.errors.append(InputError(shown, str(err)))
+            return
+        tokens = tokenizer.count(prompt)
+        if media:
+            notes.append(f"{media} non-text part(s) (images, audio) are not counted: their tokens depend on the "
+                         "model's processor")
+        result = chat.ChatCount(tokens, len(request.messages), tool_tokens, bool(media), notes)
+        target = FileCount(shown, "chat", self.options.tokenizer or "", self.options.model or request.model,
+                           tokens, estimate=bool(media), notes=list(notes), chat=result)
+        target.budget = self._budget(target, None, request.max_output)
+        self.report.files.append(target)
+
     def _budget(self, target: FileCount, model: str | None, max_output: int | None) -> Budget | None:
         if self.options.context is not None:
-            return make_budget(self.options.context, self.options.reserve, max_output, "--context")
+            return make_budget(self.options.context, self.options.reserve, max_output,
+                               self.options.context_source)
+        if self.options.tokenizer:
+            return None
         if model is None:
             return None
         window = known_context(model)
@@ -295,6 +354,11 @@ class Counter:
     def finish(self) -> TokensReport:
         """Encode the pending texts, a batch per encoding, on threads (tiktoken's core releases the GIL)."""
         for encoding_name, pending in self._pending.items():
+            if encoding_name == HF_KEY:
+                hf_counts = self.hf_tokenizer().count_batch([p.text for p in pending])
+                for item, tokens in zip(pending, hf_counts, strict=True):
+                    item.target.tokens = tokens
+                continue
             encoding = self.encoding(encoding_name)
             counts = count_texts(encoding, [p.text for p in pending], self.options.threads)
             for item, tokens in zip(pending, counts, strict=True):
@@ -307,8 +371,9 @@ class Counter:
         unbudgeted = sum(1 for f in self.report.files if f.budget is None and f.model is None)
         if unbudgeted:
             have = "inputs have" if unbudgeted != 1 else "input has"
-            self.report.notes.append(f"{unbudgeted} {have} no context window to check against: "
-                                     "pass --context N or --model NAME")
+            fix = "--context N, or --url to take a running server's max_model_len" if self.options.tokenizer \
+                else "--context N or --model NAME"
+            self.report.notes.append(f"{unbudgeted} {have} no context window to check against: pass {fix}")
         return self.report
 
 
@@ -363,6 +428,8 @@ def count_tokens(paths: list[str], options: Options,
                  stdin: Callable[[], bytes] | None = None) -> TokensReport:
     validate(options)
     counter = Counter(options)
+    if options.tokenizer:
+        counter.hf_tokenizer()  # a missing or broken tokenizer stops the run before any file is read
     counter.add_inputs(paths, stdin or (lambda: sys.stdin.buffer.read()))
     return counter.finish()
 
