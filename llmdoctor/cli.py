@@ -45,9 +45,9 @@ def _root(
 
 
 def _register_commands() -> None:
-    from llmdoctor.commands import catalog, gpu, kv, nginx, probe, scan, tokens
+    from llmdoctor.commands import catalog, gpu, kv, nginx, probe, proxy, scan, tokens
 
-    for module in (scan, catalog, nginx, probe, kv, gpu, tokens):
+    for module in (scan, catalog, nginx, proxy, probe, kv, gpu, tokens):
         module.register(app)
 
 

@@ -37,6 +37,7 @@ answer the same stream. Options (all keyword):
     close_after=None     after this many events, close the connection abruptly (no terminating chunk)
     status="200 OK"
     content_type=None    override the Content-Type header (default text/event-stream or application/x-ndjson)
+    date=FIXED_DATE      the Date header; None sends the current time (a cache computes freshness from it)
 
 Named presets of misbehaving streams (each a PacedSSEServer; keyword options override the preset):
 `ClosesEarlyServer` (close_after=3), `BufferedServer` (hold="all"), `CoalescedServer` (burst=5),
@@ -54,6 +55,7 @@ Other misbehaving servers:
 
 from __future__ import annotations
 
+import email.utils
 import json
 import socket
 import threading
@@ -77,6 +79,7 @@ __all__ = [
 ]
 
 _MAX_HEAD = 64 * 1024
+FIXED_DATE = "Mon, 30 Nov 2026 00:00:00 GMT"
 
 
 @dataclass
@@ -279,6 +282,7 @@ class PacedSSEServer(_Server):
         close_after: int | None = None,
         status: str = "200 OK",
         content_type: str | None = None,
+        date: str | None = FIXED_DATE,
     ) -> None:
         super().__init__()
         if event_format not in ("sse", "ndjson"):
@@ -303,6 +307,7 @@ class PacedSSEServer(_Server):
         self.close_after = close_after
         self.status = status
         self.content_type = content_type
+        self.date = date
 
     @property
     def total_events(self) -> int:
@@ -362,7 +367,8 @@ class PacedSSEServer(_Server):
             payloads = encoded
         content_type = self.content_type or (
             "text/event-stream; charset=utf-8" if self.event_format == "sse" else "application/x-ndjson")
-        headers = [("date", "Mon, 30 Nov 2026 00:00:00 GMT"), ("server", "uvicorn"),
+        date = self.date or email.utils.formatdate(usegmt=True)
+        headers = [("date", date), ("server", "uvicorn"),
                    ("content-type", content_type)]
         if self.cache_control:
             headers.append(("cache-control", self.cache_control))

@@ -1,0 +1,103 @@
+"""`llmdoctor proxy PATH...`: options and rendering only; the work lives in llmdoctor/proxy/."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Annotated
+
+import typer
+
+from llmdoctor.errors import UserError
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def _version(value: str | None, option: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if not re.fullmatch(r"v?\d+(\.\d+){0,2}", value.strip()):
+        raise UserError(f"{option} {value!r} is not a version like 2.6.2")
+    return tuple(int(p) for p in value.strip().lstrip("v").split("."))
+
+
+def proxy_command(
+    paths: Annotated[list[str], typer.Argument(
+        metavar="PATH",
+        help="Proxy configs, client side first: haproxy.cfg, a Caddyfile or Caddy JSON, httpd.conf / a vhost, "
+             "nginx.conf, Kubernetes manifests (Ingress, ingress-nginx ConfigMap, HTTPRoute), Envoy or "
+             "Traefik YAML; a folder; `-` reads stdin (helm template ... | llmdoctor proxy -).",
+    )],
+    kind: Annotated[str | None, typer.Option(
+        "--kind", metavar="KIND",
+        help="Read every input as KIND (nginx, haproxy, caddy, caddy-json, apache, kubernetes, envoy, "
+             "traefik) instead of recognising it.",
+    )] = None,
+    route: Annotated[str | None, typer.Option(
+        "--route", metavar="REGEX",
+        help="Only the routes whose name or host/path matches REGEX are streamed (e.g. '/v1'). Default: all.",
+    )] = None,
+    client_timeout: Annotated[float | None, typer.Option(
+        "--client-timeout", metavar="SECONDS",
+        help="The client's read timeout, the end of the timeout chain (default 600: the openai and anthropic "
+             "SDKs). Giving it prints the chain even for one input.",
+    )] = None,
+    edge: Annotated[list[str] | None, typer.Option(
+        "--edge", metavar="NAME",
+        help="A managed edge in front, with its documented limits: cloudflare, aws-apigw-rest, "
+             "aws-apigw-rest-stream, aws-apigw-rest-stream-edge (repeatable).",
+    )] = None,
+    caddy_version: Annotated[str | None, typer.Option(
+        "--caddy-version", metavar="X.Y.Z",
+        help="The Caddy that runs the Caddyfile (`encode` holds event streams before 2.9.0). Default: unknown.",
+    )] = None,
+    nginx_version: Annotated[str | None, typer.Option(
+        "--nginx-version", metavar="X.Y.Z",
+        help="The nginx that runs nginx configs (default proxy_http_version: 1.0 before 1.29.7).",
+    )] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Output: text, json, sarif or github.")] = "text",
+    statistics: Annotated[bool, typer.Option("--statistics", help="Count findings per rule.")] = False,
+) -> None:
+    """Check proxy configs for what holds or cuts a streamed LLM response, and the timeout chain across them.
+
+    Exit 0 nothing found; 1 findings; 2 an input could not be checked (the others are still checked).
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if client_timeout is not None and not client_timeout > 0:
+        raise UserError(f"--client-timeout must be more than 0 seconds (got {client_timeout:g})")
+    from llmdoctor.proxy.check import STDIN, check, exit_code
+    from llmdoctor.proxy.model import Options
+    from llmdoctor.report.render import render, to_json
+
+    options = Options(client_timeout=client_timeout or 600.0,
+                      caddy_version=_version(caddy_version, "--caddy-version"),
+                      nginx_version=_version(nginx_version, "--nginx-version"))
+    stdin_text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if STDIN in paths else None
+    result = check(paths, options=options, kind=kind, stdin_text=stdin_text, route=route,
+                   edge_names=tuple(edge or ()))
+    show_chain = len(result.layers) > 1 or client_timeout is not None or bool(edge)
+    if fmt == "json":
+        import json
+
+        data = json.loads(to_json(result.report))
+        data["routes"] = [r.to_dict() | {"input": layer.name} for layer in result.layers for r in layer.routes]
+        data["chain"] = result.chain.to_dict()
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    elif fmt == "text":
+        from llmdoctor.report.render import make_console
+
+        render(result.report, fmt, statistics=statistics)
+        if show_chain:
+            console = make_console(sys.stdout)
+            from rich.markup import escape
+
+            for line in result.chain.lines():
+                console.print(escape(line))
+    else:
+        render(result.report, fmt)
+    raise typer.Exit(exit_code(result.report))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("proxy")(proxy_command)
