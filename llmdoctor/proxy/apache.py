@@ -310,7 +310,7 @@ def _cache_enable(route: ProxyRoute) -> Directive | None:
 
 
 def apa001(route: ProxyRoute, timeout: tuple[float, Directive | None, str], options: Options) -> list[Hit]:
-    seconds, directive, name = timeout
+    seconds, directive, _ = timeout
     if seconds > options.short_idle:
         return []
     said = f"`{directive.text()}` ({directive.where})" if directive else (
@@ -321,7 +321,7 @@ def apa001(route: ProxyRoute, timeout: tuple[float, Directive | None, str], opti
                 "(measured on Apache 2.4: status 200, body cut without the terminating chunk, `AH01110: error "
                 "reading response`). Precedence measured: `timeout=` on the worker, then ProxyTimeout, then "
                 "Timeout.",
-                f"add `timeout=300` to the ProxyPass line (or `ProxyTimeout 300` in the virtual host)", route.label)]
+                "add `timeout=300` to the ProxyPass line (or `ProxyTimeout 300` in the virtual host)", route.label)]
 
 
 def apa002(route: ProxyRoute, options: Options) -> list[Hit]:

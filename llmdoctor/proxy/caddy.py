@@ -346,20 +346,38 @@ def _proxies_in(block: list[Directive], site: str, encodes: list[tuple[str | Non
             out.append(proxy)
 
 
+def _port(address: str) -> str:
+    """The port a Caddyfile site address or `servers` listener serves (Caddy's defaults: 443, http:// 80)."""
+    text = address.strip()
+    scheme, _, rest = text.rpartition("://")
+    host_port = rest.split("/", 1)[0]
+    match = re.search(r":(\d+)$", host_port)
+    if match:
+        return match.group(1)
+    return "80" if scheme == "http" else "443"
+
+
 def proxies_from_caddyfile(cf: Caddyfile) -> list[Proxy]:
-    write: tuple[float | None, Where | None] = (None, None)
+    writes: list[tuple[str | None, tuple[float | None, Where]]] = []  # (listener port or None, timeout)
     for option in cf.global_options:
         if option.name == "servers":
+            port = _port(option.args()[0]) if option.args() else None
             for sub in option.block or []:
                 if sub.name == "timeouts":
                     for timeout in sub.block or []:
                         if timeout.name == "write" and timeout.args():
-                            write = (durations.caddy(timeout.args()[0]), timeout.where)
+                            writes.append((port, (durations.caddy(timeout.args()[0]), timeout.where)))
     out: list[Proxy] = []
     for site in cf.sites:
-        _proxies_in(site.block or [], "site " + ", ".join(t.text for t in site.tokens), [], out)
-    for proxy in out:
-        proxy.write_timeout = write
+        found: list[Proxy] = []
+        addresses = [t.text.rstrip(",") for t in site.tokens]
+        _proxies_in(site.block or [], "site " + ", ".join(addresses), [], found)
+        ports = {_port(a) for a in addresses if a}
+        write = next((w for port, w in writes if port is not None and port in ports), None) or \
+            next((w for port, w in writes if port is None), None)
+        for proxy in found:
+            proxy.write_timeout = write or (None, None)
+        out.extend(found)
     return out
 
 

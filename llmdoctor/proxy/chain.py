@@ -140,4 +140,4 @@ def _unlimited(route: Route, kind: str) -> Limit | None:
     return next((lim for lim in route.limits if lim.kind == kind), None)
 
 
-__all__ = ["Chain", "build", "edge_layer", "edges", "Where"]
+__all__ = ["Chain", "Where", "build", "edge_layer", "edges"]

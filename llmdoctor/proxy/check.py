@@ -93,7 +93,8 @@ def _nginx_layer(path: str, shown: str, options: Options, stdin_text: str | None
     from llmdoctor.nginx.check import check as nginx_check
     from llmdoctor.nginx.check import read_input
     from llmdoctor.nginx.effective import build_levels, parse_time, proxied_units
-    from llmdoctor.nginx.rules import RULES, Options as NginxOptions
+    from llmdoctor.nginx.rules import RULES
+    from llmdoctor.nginx.rules import Options as NginxOptions
 
     found = nginx_check([path], options=NginxOptions(options.nginx_version), stdin_text=stdin_text)
     report.findings.extend(Finding(f.rule, f.severity, f.path, f.line, f.column, f.message, f.end_line,

@@ -47,10 +47,10 @@ def _hcms(doc: YNode) -> list[YNode]:
                 name = flt.get("name")
                 config = flt.get("typed_config")
                 type_url = config.get("@type") if config else None
-                if (name is not None and name.value == HCM) or (
-                        type_url is not None and str(type_url.value).endswith("HttpConnectionManager")):
-                    if config is not None:
-                        out.append(config)
+                is_hcm = (name is not None and name.value == HCM) or (
+                    type_url is not None and str(type_url.value).endswith("HttpConnectionManager"))
+                if is_hcm and config is not None:
+                    out.append(config)
     return out
 
 

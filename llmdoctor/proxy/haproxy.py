@@ -263,7 +263,8 @@ def hap001(unit: Unit, options: Options) -> list[Hit]:
     return [Hit("HAP001", "warning", where,
                 f"`option http-no-delay` is not set for {unit.label()} ({said}): HAProxy then holds small writes "
                 f"to merge them, so each streamed event can wait ~200 ms; {MEASURED_HOLD}.",
-                f"add `option http-no-delay` to {unit.backend.label()} (or to its defaults section)",
+                f"add `option http-no-delay` to {unit.backend.label()}: the streamed backends only (HAProxy's "
+                "docs advise against it by default: more packets, more CPU)",
                 unit.label())]
 
 
@@ -274,7 +275,7 @@ def hap002(unit: Unit, options: Options) -> list[Hit]:
         return []
     tunnel_note = ""
     if backend.mode == "http":
-        tunnel, tunnel_line = backend.timeout("tunnel")
+        tunnel_line = backend.setting("timeout", "tunnel")
         if tunnel_line is not None:
             tunnel_note = (f" `{tunnel_line.text()}` ({tunnel_line.where}) does not change that: it applies to "
                            "WebSocket/CONNECT tunnels, not to an HTTP response (measured).")

@@ -246,7 +246,7 @@ def _unknown_annotations(annotations: dict[str, YNode], shown: str, label: str, 
             continue
         suffix = key[len(prefix):]
         if ("timeout" in suffix or "buffer" in suffix) and suffix not in known:
-            near = sorted(known, key=lambda k: _distance(k, suffix))[0]
+            near = min(known, key=lambda k: _distance(k, suffix))
             hits.append(Hit("K8S003", "warning", Where(shown, node.at),
                             f"`{key}` is not an annotation ingress-nginx reads: it is silently ignored for {label} "
                             f"(did you mean `{prefix}{near}`?).", f"`{prefix}{near}`", label))
@@ -425,7 +425,8 @@ def nginx_checks(location: Location, stmts: list, config_stmts: list, options: O
     """NGX001-NGX007 on the rendered location, keeping the findings that sit on snippet lines."""
     from llmdoctor.nginx.config import Stmt
     from llmdoctor.nginx.effective import build_levels, proxied_units
-    from llmdoctor.nginx.rules import CHECKS, Options as NginxOptions
+    from llmdoctor.nginx.rules import CHECKS
+    from llmdoctor.nginx.rules import Options as NginxOptions
 
     rendered = []
     for name, info in knowledge()["annotations"].items():
@@ -587,3 +588,29 @@ def shipped_path() -> Path:
     from llmdoctor.proxy.catalog import rules_dir
 
     return rules_dir() / "ingress-nginx.yaml"
+
+
+@dataclass
+class Rendered:
+    """What the controller writes for one Ingress path: the location's directives and the http-level ones."""
+
+    label: str
+    location_lines: list[str]
+    http_lines: list[str]
+    snippet_lines: list[str]
+
+
+def render(text: str, shown: str = "<manifests>") -> list[Rendered]:
+    """The nginx directives ingress-nginx renders for every Ingress path in `text` (rules/proxy/ingress-nginx.yaml
+    cites the template lines); configuration-snippet lines are appended as the template does (line 1365)."""
+    layer = Layer("kubernetes", shown)
+    objects = _objects(load_yaml_documents(text, shown))
+    config = _controller_config([(shown, o) for o in objects], layer)
+    http_stmts, _ = compression_stmts(config, shown) if config.given else ([], [])
+    http_lines = [s.text() for s in http_stmts]
+    out = []
+    for obj in (o for o in objects if _kind(o) == "Ingress"):
+        for location in _locations(obj, shown, config, []):
+            snippet = [line for line in (location.snippet.value.splitlines() if location.snippet else []) if line.strip()]
+            out.append(Rendered(location.label(), location.directive_lines(), http_lines, snippet))
+    return out
