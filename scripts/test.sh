@@ -4,13 +4,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
-    echo "== installing Debian's nginx-light (the proxy tests run a real nginx)"
+# The proxy tests run the real servers, Debian's packages (bookworm: nginx 1.22, HAProxy 2.6, Caddy 2.6.2,
+# Apache 2.4): each one missing is installed. Their packages start a service on :80/:443; the tests start
+# their own on free loopback ports, so the services are stopped (or never started: policy-rc.d in images).
+missing=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+command -v caddy >/dev/null 2>&1 || [ -x /usr/bin/caddy ] || missing+=(caddy)
+command -v apache2 >/dev/null 2>&1 || [ -x /usr/sbin/apache2 ] || missing+=(apache2)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing Debian's ${missing[*]} (the proxy tests run the real servers)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq nginx-light >/dev/null
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# the Debian package starts a server on :80; the tests start their own on free loopback ports
-if command -v service >/dev/null 2>&1; then service nginx stop >/dev/null 2>&1 || true; fi
+if command -v service >/dev/null 2>&1; then
+    for name in nginx haproxy caddy apache2; do service "$name" stop >/dev/null 2>&1 || true; done
+fi
 
 VENV="${LLMDOCTOR_VENV:-.venv}"
 if [ ! -x "$VENV/bin/python" ]; then

@@ -90,8 +90,27 @@ def run_gpu(example: dict, tmp_path: Path, monkeypatch, capsys) -> list[tuple[st
     return _json_findings(["gpu", *shlex.split(example["args"])], capsys)
 
 
+PROXY_FILE_NAMES = {"haproxy": "haproxy.cfg", "caddy": "Caddyfile", "apache": "httpd.conf",
+                    "kubernetes": "manifests.yaml", "envoy": "envoy.yaml", "traefik": "dynamic.yaml"}
+
+
+def run_proxy(example: str, tmp_path: Path, monkeypatch, check_id: str) -> list[tuple[str, str, int | None]]:
+    """A complete config of the check's kind, in a file named as users name it."""
+    from llmdoctor.proxy.catalog import kind_of
+    from llmdoctor.proxy.check import check
+
+    monkeypatch.chdir(tmp_path)
+    kind = kind_of(check_id)
+    path = tmp_path / PROXY_FILE_NAMES[kind]
+    path.write_text(example)
+    result = check([str(path)])
+    assert result.report.errors == [], result.report.errors
+    assert [layer.kind for layer in result.layers] == [kind]
+    return [(f.rule, f.severity, f.line) for f in result.report.findings]
+
+
 RUNNERS = {"nginx": run_nginx, "probe": run_probe, "kv-budget": run_kv_budget, "tokens": run_tokens,
-           "gpu": run_gpu}
+           "gpu": run_gpu, "proxy": run_proxy}
 NEEDS_CAPSYS = {"kv-budget", "tokens", "gpu"}
 
 
@@ -99,6 +118,8 @@ def _run(check, example, tmp_path, monkeypatch, capsys):
     runner = RUNNERS[check.command]
     if check.command in NEEDS_CAPSYS:
         return runner(example, tmp_path, monkeypatch, capsys)
+    if check.command == "proxy":
+        return runner(example, tmp_path, monkeypatch, check.id)
     return runner(example, tmp_path, monkeypatch)
 
 
@@ -112,7 +133,7 @@ def _examples(kind: str):
 
 def test_every_command_with_checks_has_an_example_runner():
     assert set(CATALOG.commands()) - {"scan"} <= set(RUNNERS)
-    assert {"scan", "nginx", "probe", "kv-budget", "gpu", "tokens"} <= set(CATALOG.commands())
+    assert {"scan", "nginx", "proxy", "probe", "kv-budget", "gpu", "tokens"} <= set(CATALOG.commands())
 
 
 @pytest.mark.parametrize(("check_id", "example"), list(_examples("hit")))

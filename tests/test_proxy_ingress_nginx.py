@@ -91,7 +91,7 @@ def test_buffering_on_streams_chunked_but_holds_content_length_and_http10(lab):
     assert results["buffering_on_length"].verdict == "buffered"
     held = results["buffering_on_http10"]
     assert held.verdict == "buffered" and held.metrics.headers_held
-    severities = {n: {f.severity for f in reports[n].findings if f.rule == "K8S001"}
+    severities = {n: {f.severity for f in reports[n].findings if f.rule == "ING001"}
                   for n in ("buffering_on_chunked", "buffering_on_http10")}
     assert severities == {"buffering_on_chunked": {"warning"}, "buffering_on_http10": {"error"}}
 
@@ -101,10 +101,10 @@ def test_read_timeout_cuts_and_send_timeout_does_not_help(lab):
     assert "proxy_read_timeout 1s;" in rendered["read_timeout_cut"].location_lines
     for name in ("read_timeout_cut", "send_timeout_only"):
         assert results[name].verdict == "truncated", name
-        assert "K8S002" in rules(reports[name])
+        assert "ING002" in rules(reports[name])
     assert results["read_timeout_ok"].verdict == "streamed"
-    assert "K8S002" not in rules(reports["read_timeout_ok"])
-    message = next(f.message for f in reports["send_timeout_only"].findings if f.rule == "K8S002")
+    assert "ING002" not in rules(reports["read_timeout_ok"])
+    message = next(f.message for f in reports["send_timeout_only"].findings if f.rule == "ING002")
     assert "proxy-send-timeout" in message and "does not help" in message
 
 
@@ -112,7 +112,7 @@ def test_configmap_gzip_for_event_streams_compresses_them(lab):
     results, reports, rendered = lab
     assert "gzip on;" in rendered["gzip_configmap"].http_lines
     assert results["gzip_configmap"].recording.header("content-encoding") == "gzip"
-    assert "K8S006" in rules(reports["gzip_configmap"])
+    assert "ING006" in rules(reports["gzip_configmap"])
 
 
 def test_an_invalid_annotation_renders_the_default(tmp_path):
@@ -121,7 +121,7 @@ def test_an_invalid_annotation_renders_the_default(tmp_path):
     assert "proxy_buffering off;" in location.location_lines
     path = tmp_path / "ingress.yaml"
     path.write_text(ingress({f"{P}/proxy-read-timeout": "300s", f"{P}/proxy-buffering": "On"}))
-    found = [f for f in check([str(path)]).report.findings if f.rule == "K8S003"]
+    found = [f for f in check([str(path)]).report.findings if f.rule == "ING003"]
     assert len(found) == 2
 
 
@@ -137,5 +137,5 @@ def test_a_snippet_repeating_a_template_directive_makes_nginx_refuse_the_config(
     path = tmp_path / "ingress.yaml"
     path.write_text(manifest)
     report = check([str(path)]).report
-    k8s005 = next(f for f in report.findings if f.rule == "K8S005")
+    k8s005 = next(f for f in report.findings if f.rule == "ING005")
     assert k8s005.line == manifest.splitlines().index("      proxy_buffering off;") + 1

@@ -10,7 +10,7 @@ import re
 import pytest
 from conftest import FIXTURES, REPO
 
-COMMANDS = ("scan", "nginx", "probe", "kv-budget", "gpu", "tokens", "rules", "explain")
+COMMANDS = ("scan", "nginx", "proxy", "probe", "kv-budget", "gpu", "tokens", "rules", "explain")
 
 
 def shared_options_table() -> list[tuple[list[str], set[str]]]:

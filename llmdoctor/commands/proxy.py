@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
+from llmdoctor.commands import options as opt
 from llmdoctor.errors import UserError
-
-FORMATS = ("text", "json", "sarif", "github")
 
 
 def _version(value: str | None, option: str) -> tuple[int, ...] | None:
@@ -55,48 +54,63 @@ def proxy_command(
         "--nginx-version", metavar="X.Y.Z",
         help="The nginx that runs nginx configs (default proxy_http_version: 1.0 before 1.29.7).",
     )] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Output: text, json, sarif or github.")] = "text",
-    statistics: Annotated[bool, typer.Option("--statistics", help="Count findings per rule.")] = False,
+    fmt: str = opt.format_option(*opt.REPORT_FORMATS),
+    output: str | None = opt.OUTPUT,
+    select: list[str] = opt.SELECT,
+    ignore: list[str] = opt.IGNORE,
+    statistics: bool = opt.STATISTICS,
+    exit_zero: bool = opt.EXIT_ZERO,
 ) -> None:
     """Check proxy configs for what holds or cuts a streamed LLM response, and the timeout chain across them.
 
     Exit 0 nothing found; 1 findings; 2 an input could not be checked (the others are still checked).
     """
-    if fmt not in FORMATS:
-        raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    if client_timeout is not None and not client_timeout > 0:
-        raise UserError(f"--client-timeout must be more than 0 seconds (got {client_timeout:g})")
+    from llmdoctor.catalog import load_checks
     from llmdoctor.proxy.check import STDIN, check, exit_code
     from llmdoctor.proxy.model import Options
-    from llmdoctor.report.render import render, to_json
 
+    report_options = opt.ReportOptions.from_cli(fmt, output, select, ignore, statistics, exit_zero)
+    catalog = load_checks()
+    report_options.check_ids(catalog.ids_for("proxy") | catalog.ids_for("nginx"), "proxy")
+    if client_timeout is not None and not client_timeout > 0:
+        raise UserError(f"--client-timeout must be more than 0 seconds (got {client_timeout:g})")
     options = Options(client_timeout=client_timeout or 600.0,
                       caddy_version=_version(caddy_version, "--caddy-version"),
                       nginx_version=_version(nginx_version, "--nginx-version"))
     stdin_text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if STDIN in paths else None
     result = check(paths, options=options, kind=kind, stdin_text=stdin_text, route=route,
-                   edge_names=tuple(edge or ()))
+                   edge_names=tuple(edge or ()), enabled=report_options.enabled)
     show_chain = len(result.layers) > 1 or client_timeout is not None or bool(edge)
-    if fmt == "json":
-        import json
+    raise typer.Exit(_emit(result, report_options, show_chain, exit_code(result.report)))
 
+
+def _emit(result, report_options: opt.ReportOptions, show_chain: bool, code: int) -> int:
+    """The shared report, plus the routes and the timeout chain (JSON: `routes`, `chain`; text: after it)."""
+    import io
+    import json
+
+    from llmdoctor.report.render import render, to_json
+
+    if report_options.fmt in ("sarif", "github"):
+        return report_options.emit(result.report, code)
+    if report_options.fmt == "json":
         data = json.loads(to_json(result.report))
         data["routes"] = [r.to_dict() | {"input": layer.name} for layer in result.layers for r in layer.routes]
         data["chain"] = result.chain.to_dict()
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    elif fmt == "text":
-        from llmdoctor.report.render import make_console
-
-        render(result.report, fmt, statistics=statistics)
-        if show_chain:
-            console = make_console(sys.stdout)
-            from rich.markup import escape
-
-            for line in result.chain.lines():
-                console.print(escape(line))
+        text = json.dumps(data, indent=2) + "\n"
     else:
-        render(result.report, fmt)
-    raise typer.Exit(exit_code(result.report))
+        buffer = io.StringIO()
+        render(result.report, "text", buffer, statistics=report_options.statistics)
+        text = buffer.getvalue() + ("\n".join(result.chain.lines()) + "\n" if show_chain else "")
+    if report_options.output:
+        try:
+            with open(report_options.output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as err:
+            raise UserError(f"--output {report_options.output}: cannot write: {err.strerror or err}") from None
+    else:
+        sys.stdout.write(text)
+    return 0 if report_options.exit_zero and code == 1 else code
 
 
 def register(app: typer.Typer) -> None:

@@ -167,26 +167,27 @@ def parse_caddyfile(path: str, shown: str, *, named: bool = True, text: str | No
     text = read_text(path, shown=shown, named=named) if text is None else text
     top = _blocks(lex(text, shown), shown)
     result = Caddyfile(files={shown})
-    snippets: dict[str, Directive] = {}
+    base = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()
+    expander = _Imports({}, base, result)
+    global_options: list[Directive] = []
+    if top and not top[0].tokens and top[0].block is not None:
+        global_options = top.pop(0).block or []
+    # top-level `import FILE` first: imported files may define snippets (Caddy allows that)
+    top = expander.expand_files(top, 0, (shown,))
     rest: list[Directive] = []
-    for index, entry in enumerate(top):
-        if index == 0 and not entry.tokens and entry.block is not None:
-            result.global_options = entry.block
-        elif entry.tokens and re.fullmatch(r"&?\(.+\)", entry.name) and entry.block is not None:
-            snippets[entry.name.lstrip("&")[1:-1]] = entry
+    for entry in top:
+        if entry.tokens and re.fullmatch(r"&?\(.+\)", entry.name) and entry.block is not None:
+            expander.snippets[entry.name.lstrip("&")[1:-1]] = entry
         else:
             rest.append(entry)
-    base = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()
-    expander = _Imports(snippets, base, result)
     rest = expander.expand(rest, 0, (shown,))
     if rest and rest[0].block is None:  # a single site without braces: the first line is its address
-        site = Directive(rest[0].tokens, rest[1:])
-        result.sites = [site]
+        result.sites = [Directive(rest[0].tokens, rest[1:])]
     else:
         result.sites = [d for d in rest if d.block is not None]
         for stray in (d for d in rest if d.block is None):
             raise InputProblem(stray.where.path, f"`{stray.text()}` outside any site block", stray.where.line)
-    result.global_options = expander.expand(result.global_options, 0, (shown,))
+    result.global_options = expander.expand(global_options, 0, (shown,))
     return result
 
 
@@ -195,6 +196,19 @@ class _Imports:
         self.snippets = snippets
         self.base = base
         self.result = result
+
+    def expand_files(self, directives: list[Directive], depth: int, stack: tuple[str, ...]) -> list[Directive]:
+        """Only the top level's `import FILE` lines (snippets are not known yet)."""
+        out: list[Directive] = []
+        for directive in directives:
+            target = directive.args()[0] if directive.name == "import" and directive.args() else None
+            full = None if target is None else target if os.path.isabs(target) else os.path.join(self.base, target)
+            if full is not None and (glob.has_magic(full) or os.path.exists(full)):
+                for shown, body in self._files(directive, depth, stack):
+                    out.extend(self.expand_files(body, depth + 1, (*stack, shown)))
+            else:
+                out.append(directive)
+        return out
 
     def expand(self, directives: list[Directive], depth: int, stack: tuple[str, ...]) -> list[Directive]:
         out: list[Directive] = []
@@ -215,20 +229,31 @@ class _Imports:
                 body = _substitute(self.snippets[target].block or [], args)
                 out.extend(self.expand(body, depth + 1, (*stack, target)))
                 continue
-            pattern = target if os.path.isabs(target) else os.path.join(self.base, target)
-            names = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-            if not glob.has_magic(pattern) and not os.path.exists(pattern):
-                raise InputProblem(directive.where.path, f"import {target}: no snippet of that name and no such "
-                                                         f"file ({pattern})", directive.where.line)
-            for name in names:
-                shown = display_path(name)
-                if shown in stack:
-                    raise InputProblem(directive.where.path, f"import cycle: {' -> '.join((*stack, shown))}",
-                                       directive.where.line)
-                self.result.files.add(shown)
-                text = read_text(name, shown=shown)
-                body = _substitute(_blocks(lex(text, shown), shown), args)
+            for shown, body in self._files(directive, depth, stack):
                 out.extend(self.expand(body, depth + 1, (*stack, shown)))
+        return out
+
+    def _files(self, directive: Directive, depth: int, stack: tuple[str, ...]) -> list[tuple[str, list[Directive]]]:
+        """The directives of the file(s) an `import PATH|GLOB [args]` names, args substituted."""
+        if depth >= MAX_INCLUDE_DEPTH:
+            raise InputProblem(directive.where.path, f"imports nested deeper than {MAX_INCLUDE_DEPTH}",
+                               directive.where.line)
+        target, args = directive.args()[0], directive.args()[1:]
+        pattern = target if os.path.isabs(target) else os.path.join(self.base, target)
+        names = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not glob.has_magic(pattern) and not os.path.exists(pattern):
+            raise InputProblem(directive.where.path, f"import {target}: no snippet of that name and no such "
+                                                     f"file ({pattern})", directive.where.line)
+        out: list[tuple[str, list[Directive]]] = []
+        for name in names:
+            shown = display_path(name)
+            if shown in stack:
+                raise InputProblem(directive.where.path, f"import cycle: {' -> '.join((*stack, shown))}",
+                                   directive.where.line)
+            self.result.files.add(shown)
+            text = read_text(name, shown=shown)
+            body = _blocks(lex(text, shown), shown)
+            out.append((shown, _substitute(body, args) if args else body))  # snippets inside keep {args}
         return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,7 +166,9 @@ def _inputs(paths: list[str], kind: str | None, stdin_text: str | None,
 
 
 def check(paths: list[str], *, options: Options | None = None, kind: str | None = None,
-          stdin_text: str | None = None, route: str | None = None, edge_names: tuple[str, ...] = ()) -> Result:
+          stdin_text: str | None = None, route: str | None = None, edge_names: tuple[str, ...] = (),
+          enabled: Callable[[str], bool] = lambda rule_id: True) -> Result:
+    """Check every input; `enabled` filters the checks (--select/--ignore)."""
     options = options or Options()
     if kind is not None and kind not in KINDS:
         raise UserError(f"--kind {kind!r}: choose one of {', '.join(KINDS)}")
@@ -185,10 +188,21 @@ def check(paths: list[str], *, options: Options | None = None, kind: str | None 
                 configmaps.extend(kubernetes.configmaps_in(text, shown))
             except InputProblem:
                 pass  # reported when the file itself is checked
+    static_write = (None, None)
+    for path, shown, found, text in inputs:
+        if found == "traefik" and text is not None:
+            try:
+                seconds, where = traefik.write_timeout(traefik.documents(text, shown, toml=path.endswith(".toml")),
+                                                       shown)
+            except InputProblem:
+                continue  # reported when the file itself is checked
+            if seconds is not None and (static_write[0] is None or seconds < static_write[0]):
+                static_write = (seconds, where)
     layers: list[Layer] = []
     for path, shown, found, text in inputs:
         try:
-            layer = _check_one(path, shown, found, text, options, stdin_text, report, configmaps)
+            layer = _check_one(path, shown, found, text, options, stdin_text, report, (configmaps, static_write),
+                               enabled)
         except InputProblem as problem:
             report.errors.append(InputError(problem.path, problem.reason, problem.line))
             continue
@@ -200,13 +214,15 @@ def check(paths: list[str], *, options: Options | None = None, kind: str | None 
         edge_layers.append(layer)
         notes.extend(f"{layer.name}: {n}" for n in edge_notes)
     kinds = {layer.kind for layer in layers}
-    report.rules.extend(_rule_infos(kinds))
+    report.rules.extend(i for i in _rule_infos(kinds) if enabled(i.id))
     for layer in layers:
         if route_re is not None:
             layer.routes = [r for r in layer.routes if route_re.search(r.label) or route_re.search(r.match)]
         kept = {r.label for r in layer.routes}
         for hit in layer.hits:
             if route_re is not None and hit.route and hit.route not in kept:
+                continue
+            if not enabled(hit.rule):
                 continue
             report.findings.append(Finding(hit.rule, hit.severity, hit.where.path, hit.where.line,
                                            hit.where.column, hit.message, fix=hit.fix,
@@ -222,9 +238,12 @@ def check(paths: list[str], *, options: Options | None = None, kind: str | None 
 
 
 def _check_one(path: str, shown: str, found: str, text: str | None, options: Options, stdin_text: str | None,
-               report: Report, configmaps: list) -> Layer:
+               report: Report, shared: tuple, enabled: Callable[[str], bool]) -> Layer:
+    """One input of a known kind; `shared`: what other inputs contribute (ConfigMaps, Traefik's static
+    writeTimeout)."""
+    configmaps, static_write = shared
     if found == "nginx":
-        return _nginx_layer(path, shown, options, stdin_text, report)
+        return _nginx_layer(path, shown, options, stdin_text, report, enabled)
     if found == "haproxy":
         if path == STDIN:
             config = haproxy.Config()
@@ -250,19 +269,19 @@ def _check_one(path: str, shown: str, found: str, text: str | None, options: Opt
     if found == "envoy":
         return envoy.check(text or "", shown, options)
     if found == "traefik":
-        return traefik.check(text or "", shown, options, toml=path.endswith(".toml"))
+        return traefik.check(text or "", shown, options, toml=path.endswith(".toml"), static_write=static_write)
     raise InputProblem(shown, f"unknown kind {found}")
 
 
 def _rule_infos(kinds: set[str]) -> list[RuleInfo]:
     from llmdoctor.proxy import catalog
 
+    from llmdoctor.catalog import load_checks
+
     wanted = {"caddy" if k == "caddy-json" else k for k in kinds}
     infos = catalog.infos(wanted)
-    if "kubernetes" in wanted:  # configuration-snippet lines go through the nginx rules
-        from llmdoctor.nginx.rules import RULES
-
-        infos.extend(RULES)
+    if wanted & {"nginx", "kubernetes"}:  # configuration-snippet lines go through the nginx checks too
+        infos.extend(c.info() for c in load_checks().for_command("nginx"))
     return infos
 
 

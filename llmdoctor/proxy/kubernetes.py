@@ -5,7 +5,7 @@ Each Ingress path is rendered to the nginx location the controller's template wr
 ingress-nginx.yaml cites the template lines): `proxy_read_timeout`, `proxy_buffering`, `proxy_http_version`
 ... from the annotation, else the ConfigMap, else the controller default, each statement keeping the YAML
 line it comes from. `configuration-snippet` statements are parsed as nginx and go through the nginx checks
-(NGX001-NGX007) at their own YAML lines. Rules K8S001-K8S007 (rules/proxy/k8s*.yaml).
+(NGX001-NGX007) at their own YAML lines. Rules ING001-GWA001 (rules/proxy/k8s*.yaml).
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def _effective(name: str, annotations: dict[str, YNode], config: ControllerConfi
         if _valid(text, validator):
             return Value(text, Where(shown, node.at), "annotation", f"{prefix}/{name}")
         fallback = _from_configmap(name, config, shown, hits)
-        hits.append(Hit("K8S003", "warning", Where(shown, node.at),
+        hits.append(Hit("ING003", "warning", Where(shown, node.at),
                         f"`{prefix}/{name}: {node.value!r}` is not a value ingress-nginx accepts "
                         f"({_expects(validator)}): the controller logs a validation warning and uses "
                         f"{fallback.text}{spec.get('suffix', '')} ({fallback.origin}) for {label} "
@@ -218,13 +218,13 @@ def _configmap_problems(config: ControllerConfig, hits: list[Hit]) -> None:
             continue
         text, where = found
         if spec[name]["validator"] == "int" and not _valid(text.strip(), "int"):
-            hits.append(Hit("K8S003", "warning", where,
+            hits.append(Hit("ING003", "warning", where,
                             f"ConfigMap {config.name} `{name}: {text!r}` does not decode as a whole number: the "
                             f"controller keeps the default {spec[name]['default']}{spec[name].get('suffix', '')} "
                             "(mapstructure, WeaklyTypedInput; it logs `unexpected error merging defaults`).",
                             f'`{name}: "{_example(name)}"`'))
         elif spec[name]["validator"] != "int" and text.strip() not in spec[name]["validator"]:
-            hits.append(Hit("K8S003", "error", where,
+            hits.append(Hit("ING003", "error", where,
                             f"ConfigMap {config.name} `{name}: {text!r}`: the controller writes "
                             f"`{spec[name]['directive']} {text.strip()};` and nginx rejects it ({_expects(spec[name]['validator'])}), "
                             "so the new configuration is not loaded.",
@@ -232,7 +232,7 @@ def _configmap_problems(config: ControllerConfig, hits: list[Hit]) -> None:
     for key in ("use-gzip", "enable-brotli", "allow-snippet-annotations"):
         found = config.get(key)
         if found is not None and _parse_bool(found[0]) is None:
-            hits.append(Hit("K8S003", "warning", found[1],
+            hits.append(Hit("ING003", "warning", found[1],
                             f"ConfigMap {config.name} `{key}: {found[0]!r}` is not a boolean Go can parse "
                             "(true/false/1/0): the controller keeps the default "
                             f"{knowledge()['configmap'][key]['default']}.", f'`{key}: "true"` or `"false"`'))
@@ -247,7 +247,7 @@ def _unknown_annotations(annotations: dict[str, YNode], shown: str, label: str, 
         suffix = key[len(prefix):]
         if ("timeout" in suffix or "buffer" in suffix) and suffix not in known:
             near = min(known, key=lambda k: _distance(k, suffix))
-            hits.append(Hit("K8S003", "warning", Where(shown, node.at),
+            hits.append(Hit("ING003", "warning", Where(shown, node.at),
                             f"`{key}` is not an annotation ingress-nginx reads: it is silently ignored for {label} "
                             f"(did you mean `{prefix}{near}`?).", f"`{prefix}{near}`", label))
 
@@ -316,14 +316,14 @@ def k8s001(location: Location, options: Options) -> list[Hit]:
     where = buffering.where or location.where
     said = _said(buffering, "proxy_buffering on;")
     if version.text == "1.0":
-        return [Hit("K8S001", "error", where,
+        return [Hit("ING001", "error", where,
                     f"{said} for {location.label()}, and {_said(version, 'proxy_http_version 1.0;')}: nginx then "
                     "holds the headers and the whole stream until the upstream closes (measured on nginx 1.22 with "
                     "the rendered directives: one read at the end, headers held; longer streams come in 4 KB "
                     "bursts).",
                     f'`{prefix}/proxy-buffering: "off"` on this Ingress (the controller default), or send '
                     "`X-Accel-Buffering: no` from the app", location.label())]
-    return [Hit("K8S001", "warning", where,
+    return [Hit("ING001", "warning", where,
                 f"{said} for {location.label()}, with HTTP/1.1 to the upstream: a chunked stream passes chunk by "
                 "chunk, but a close-delimited or Content-Length framed one is held to the end (measured on nginx "
                 "1.22 with the rendered directives).",
@@ -341,7 +341,7 @@ def k8s002(location: Location, options: Options) -> list[Hit]:
     if send.origin != "default" and float(send.text) > seconds:
         send_note = (f" `{send.key}` ({send.where}) does not help: proxy_send_timeout bounds the writes of the "
                      "request to the upstream, not the wait for the response.")
-    return [Hit("K8S002", "warning", read.where or location.where,
+    return [Hit("ING002", "warning", read.where or location.where,
                 f"{_said(read, f'proxy_read_timeout {read.text}s;')} for {location.label()}: nginx closes the "
                 f"stream when the upstream stays silent longer than {seconds:g} s, so a slow first token or a pause "
                 "cuts it (status 200, truncated body; measured on nginx 1.22 with the rendered directives)."
@@ -368,7 +368,7 @@ def k8s004(location: Location, config: ControllerConfig) -> list[Hit]:
             reasons.append("`annotations-risk-level` is " + (f"{risk[0]!r} ({risk[1]})" if risk
                                                              else "High by default since v1.12.0")
                            + " and configuration-snippet is a Critical-risk annotation")
-        return [Hit("K8S004", "warning", location.snippet_where or location.where,
+        return [Hit("ING004", "warning", location.snippet_where or location.where,
                     f"`{prefix}/configuration-snippet` on {location.label()} is not applied: in ConfigMap "
                     f"{config.name}, {'; '.join(reasons)}. The controller drops snippet directives (or its "
                     "admission webhook rejects the Ingress), so none of these lines take effect "
@@ -376,7 +376,7 @@ def k8s004(location: Location, config: ControllerConfig) -> list[Hit]:
                     "use the dedicated annotations instead (proxy-buffering, proxy-read-timeout, ...), or allow "
                     "snippets in the ConfigMap (allow-snippet-annotations: \"true\", annotations-risk-level: "
                     "Critical) knowing they allow arbitrary nginx configuration", location.label())]
-    return [Hit("K8S004", "info", location.snippet_where or location.where,
+    return [Hit("ING004", "info", location.snippet_where or location.where,
                 f"`{prefix}/configuration-snippet` on {location.label()} applies only if the controller's ConfigMap "
                 "sets `allow-snippet-annotations: \"true\"` (false by default since v1.9.0) and "
                 "`annotations-risk-level: Critical` (High by default since v1.12.0); otherwise it is dropped. Give "
@@ -411,7 +411,7 @@ def k8s005(location: Location, stmts: list) -> list[Hit]:
     hits = []
     for stmt in stmts:
         if stmt.directive in written:
-            hits.append(Hit("K8S005", "error", Where(stmt.path, stmt.line),
+            hits.append(Hit("ING005", "error", Where(stmt.path, stmt.line),
                             f"`{stmt.text()}` in the configuration-snippet of {location.label()} repeats a directive "
                             "the controller already writes in every location (nginx.tmpl lines 1333-1358): nginx "
                             f"rejects the whole configuration (`\"{stmt.directive}\" directive is duplicate`, "
@@ -443,10 +443,10 @@ def nginx_checks(location: Location, stmts: list, config_stmts: list, options: O
     snippet_lines = {(s.path, s.line) for s in _walk(stmts)}
     hits = []
     for unit in proxied_units(build_levels([[http]])):
-        for rule in CHECKS:
+        for rule_id, rule in CHECKS.items():
             for hit in rule(unit, NginxOptions(options.nginx_version)):
                 if (hit.stmt.path, hit.stmt.line) in snippet_lines:
-                    hits.append(Hit(hit.rule, hit.severity, Where(hit.stmt.path, hit.stmt.line),
+                    hits.append(Hit(rule_id, hit.severity, Where(hit.stmt.path, hit.stmt.line),
                                     hit.message.replace(unit.label(), location.label()), hit.fix, location.label()))
     return hits
 
@@ -459,7 +459,7 @@ def _walk(stmts):
 
 
 def compression_stmts(config: ControllerConfig, shown: str) -> tuple[list, list[Hit]]:
-    """http-level gzip lines the template writes from the ConfigMap, and K8S006 for event streams."""
+    """http-level gzip lines the template writes from the ConfigMap, and ING006 for event streams."""
     from llmdoctor.nginx.config import Stmt
 
     stmts, hits = [], []
@@ -478,7 +478,7 @@ def compression_stmts(config: ControllerConfig, shown: str) -> tuple[list, list[
                       Stmt("gzip_types", types, types_where.path, types_where.line)]
         matched = [t for t in types if t in ("text/event-stream", "*")]
         if matched:
-            hits.append(Hit("K8S006", "warning", types_where,
+            hits.append(Hit("ING006", "warning", types_where,
                             f"ConfigMap {config.name} turns on {directive} (`{flag}`, {where}) for `{matched[0]}` "
                             f"(`{types_key}`): every Ingress's text/event-stream responses are "
                             f"{'gzip' if directive == 'gzip' else 'brotli'}-compressed (nginx.tmpl lines {lines}). "
@@ -509,14 +509,14 @@ def gateway_routes(obj: YNode, shown: str, options: Options) -> tuple[list[Route
             seconds = durations.gateway(node.value)
             where = Where(shown, node.at)
             if seconds is None:
-                hits.append(Hit("K8S007", "warning", where,
+                hits.append(Hit("GWA001", "warning", where,
                                 f"`timeouts.{key}: {node.value!r}` on {label} is not a Gateway API duration "
                                 "(GEP-2257: e.g. 10s, 1h, 500ms; at most 5 digits per unit): the API server rejects "
                                 "the HTTPRoute.", f"`timeouts.{key}: 1h`", label))
                 continue
             limits.append(Limit(TOTAL, f"timeouts.{key}", seconds if seconds > 0 else None, where))
             if 0 < seconds < options.client_timeout:
-                hits.append(Hit("K8S007", "warning", where,
+                hits.append(Hit("GWA001", "warning", where,
                                 f"`timeouts.{key}: {node.value}` on {label}: the Gateway API defines it as covering "
                                 "the whole request-response transaction (apis/v1/httproute_types.go: "
                                 "HTTPRouteTimeouts), so every generation that streams longer than "

@@ -88,10 +88,8 @@ def _path(node: YNode | None, *keys: str) -> YNode | None:
     return node
 
 
-def routers_of(docs: list[YNode], shown: str) -> list[Router]:
-    http = next((h for h in (_get_ci(d, "http") for d in docs) if h is not None), None)
-    static_default = next((t for t in (_path(d, "serversTransport", "forwardingTimeouts") for d in docs)
-                           if t is not None), None)
+def write_timeout(docs: list[YNode], shown: str) -> tuple[float | None, Where | None]:
+    """The shortest entry point `respondingTimeouts.writeTimeout` of a static configuration (None: unset)."""
     write: tuple[float | None, Where | None] = (None, None)
     for doc in docs:
         for _, entry in (_get_ci(doc, "entryPoints").items() if _get_ci(doc, "entryPoints") else []):
@@ -100,6 +98,21 @@ def routers_of(docs: list[YNode], shown: str) -> list[Router]:
                 seconds = durations.traefik(node.value)
                 if seconds and (write[0] is None or seconds < write[0]):
                     write = (seconds, Where(shown, node.at))
+    return write
+
+
+def documents(text: str, shown: str, *, toml: bool) -> list[YNode]:
+    return [_toml_nodes(text, shown)] if toml else load_yaml_documents(text, shown)
+
+
+def routers_of(docs: list[YNode], shown: str,
+               static_write: tuple[float | None, Where | None] = (None, None)) -> list[Router]:
+    http = next((h for h in (_get_ci(d, "http") for d in docs) if h is not None), None)
+    static_default = next((t for t in (_path(d, "serversTransport", "forwardingTimeouts") for d in docs)
+                           if t is not None), None)
+    write = write_timeout(docs, shown)
+    if write[0] is None or (static_write[0] is not None and static_write[0] < write[0]):
+        write = static_write
     if http is None:
         return []
     middlewares = _get_ci(http, "middlewares")
@@ -173,10 +186,12 @@ def trf003(router: Router, options: Options) -> list[Hit]:
 CHECKS = (trf001, trf002, trf003)
 
 
-def check(text: str, shown: str, options: Options, *, toml: bool = False) -> Layer:
+def check(text: str, shown: str, options: Options, *, toml: bool = False,
+          static_write: tuple[float | None, Where | None] = (None, None)) -> Layer:
+    """One Traefik file; `static_write` is the writeTimeout of a static configuration given alongside."""
     layer = Layer("traefik", shown, files={shown})
-    docs = [_toml_nodes(text, shown)] if toml else load_yaml_documents(text, shown)
-    for router in routers_of(docs, shown):
+    docs = documents(text, shown, toml=toml)
+    for router in routers_of(docs, shown, static_write):
         header = _get_ci(router.transport, "responseHeaderTimeout")
         header_seconds = durations.traefik(header.value) if header is not None else None
         layer.routes.append(Route("traefik", _label(router), router.where, [
@@ -187,7 +202,7 @@ def check(text: str, shown: str, options: Options, *, toml: bool = False) -> Lay
         ], match=router.rule))
         for rule in CHECKS:
             layer.hits.extend(rule(router, options))
-    if not layer.routes:
+    if not layer.routes and write_timeout(docs, shown)[0] is None:
         layer.notices.append(f"{shown}: no http.routers: nothing proxies")
     return layer
 
