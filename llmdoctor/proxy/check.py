@@ -274,9 +274,8 @@ def _check_one(path: str, shown: str, found: str, text: str | None, options: Opt
 
 
 def _rule_infos(kinds: set[str]) -> list[RuleInfo]:
-    from llmdoctor.proxy import catalog
-
     from llmdoctor.catalog import load_checks
+    from llmdoctor.proxy import catalog
 
     wanted = {"caddy" if k == "caddy-json" else k for k in kinds}
     infos = catalog.infos(wanted)
