@@ -267,3 +267,17 @@ def test_cli_sarif_carries_proxy_rules(cli):
     rules = {r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
     assert {"ENV001", "ENV002", "ENV003"} <= rules
     assert sarif["runs"][0]["results"][0]["ruleId"] == "ENV001"
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("ProxyTimeout 10\nProxyPass /v1/ http://a/\n", "APA001"),
+    ("defaults\n    mode http\nlisten a\n    bind :1\n    server s 10.0.0.1:5\n", "HAP001"),
+    (":8080 {\n\treverse_proxy a:1 {\n\t\tbuffer_responses\n\t}\n}\n", "CDY002"),
+    ("server {\n    location / {\n        proxy_pass http://a;\n    }\n}\n", "NGX001"),
+    ((PROXY / "envoy" / "envoy.yaml").read_text(), "ENV001"),
+])
+def test_every_kind_can_come_from_stdin(text, rule):
+    result = check(["-"], stdin_text=text)
+    assert result.report.errors == []
+    assert rule in {f.rule for f in result.report.findings}
+    assert {f.path for f in result.report.findings if f.rule == rule} == {"<stdin>"}

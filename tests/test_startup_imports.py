@@ -40,6 +40,8 @@ def imported(*args: str, cwd: Path | None = None) -> dict:
     ("rules", "--format", "json"),
     ("explain", "LLM004"),
     ("kv-budget", "--model", "llama-3.1-8b", "--bs", "4", "--seq", "8192"),
+    ("proxy", str(Path(__file__).resolve().parents[1] / "fixtures" / "proxy" / "envoy" / "envoy.yaml"),
+     "--exit-zero"),
 ])
 def test_light_commands_import_no_heavy_module(args: tuple[str, ...]) -> None:
     result = imported(*args)

@@ -31,11 +31,14 @@ def probe(
                                   "the recording stops there."),
     min_events: int = typer.Option(5, "--min-events", min=2, metavar="N", help="Events needed for a verdict (fewer: "
                                    "inconclusive)."),
+    direct: str = typer.Option(None, "--direct", metavar="UPSTREAM_URL", help="Also probe the upstream itself "
+                               "(same request, trials alternating) and name the hop that adds buffering or delay."),
     fmt: str = format_option(*PLAIN_FORMATS),
 ) -> None:
     """Measure whether a live endpoint streams: time to headers, each read, each event; verdict and fix.
 
-    Exit 0 streamed; 1 buffered, coalesced or truncated; 2 could not probe, or inconclusive.
+    Exit 0 streamed; 1 buffered, coalesced or truncated; 2 could not probe, or inconclusive. With --direct:
+    0 no hop holds the stream (or only the upstream is slow), 1 a hop or the upstream holds or cuts it.
     """
     import sys
 
@@ -59,6 +62,24 @@ def probe(
         _default_header(headers, "Accept", "text/event-stream")
         expect_done = True
     chosen_method = (method or ("POST" if content is not None else "GET")).upper()
+
+    if direct is not None:
+        from llmdoctor.probe.hops import probe_hops, render_text as render_hops
+
+        if openai is not None:
+            direct = openai_url(direct)
+        hops = probe_hops(url, direct, trials=trials, method=chosen_method, headers=headers, content=content,
+                          timeout=timeout, min_events=min_events, expect_done=expect_done)
+        if fmt == "json":
+            import json
+
+            from llmdoctor.probe.redact import scrub
+
+            text = json.dumps(hops.to_dict(), indent=2)
+            sys.stdout.write(scrub(scrub(text, hops.public.result.secrets), hops.direct.result.secrets) + "\n")
+        else:
+            render_hops(hops, sys.stdout)
+        raise typer.Exit(hops.exit_code)
 
     from llmdoctor.probe import run_probe
     from llmdoctor.probe.render import render_text, to_json

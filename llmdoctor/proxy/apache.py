@@ -69,10 +69,11 @@ class _Reader:
         self.root = root
         self.files: set[str] = set()
 
-    def read(self, path: str, shown: str, stack: tuple[str, ...], named: bool = False) -> list[Directive]:
+    def read(self, path: str, shown: str, stack: tuple[str, ...], named: bool = False,
+             text: str | None = None) -> list[Directive]:
         if len(stack) > MAX_INCLUDE_DEPTH:
             raise InputProblem(shown, f"includes nested deeper than {MAX_INCLUDE_DEPTH}")
-        text = read_text(path, shown=shown, named=named)
+        text = read_text(path, shown=shown, named=named) if text is None else text
         self.files.add(shown)
         return self._parse(text, shown, (*stack, os.path.abspath(path)))
 
@@ -338,15 +339,16 @@ def apa002(route: ProxyRoute, options: Options) -> list[Hit]:
                 "`Cache-Control: no-store` from the backend", route.label)]
 
 
-def check(path: str, shown: str, options: Options) -> Layer:
+def check(path: str, shown: str, options: Options, text: str | None = None) -> Layer:
+    """A main config file (or a folder holding one); `text`: its content already read (stdin)."""
     layer = Layer("apache", shown)
-    if os.path.isdir(path):
+    if text is None and os.path.isdir(path):
         main = next((os.path.join(path, n) for n in MAIN_NAMES if os.path.isfile(os.path.join(path, n))), None)
         if main is None:
             raise InputProblem(shown, f"no {' or '.join(MAIN_NAMES)} in this folder")
         path, shown = main, display_path(main)
-    reader = _Reader(os.path.dirname(os.path.abspath(path)))
-    directives = reader.read(path, shown, (), named=True)
+    reader = _Reader(os.path.dirname(os.path.abspath(path)) if text is None else os.getcwd())
+    directives = reader.read(path, shown, (), named=True, text=text)
     layer.files = reader.files
     server = Scope("server", None)
     found: list[ProxyRoute] = []

@@ -52,7 +52,8 @@ def detect(name: str, text: str) -> str | None:
         return "caddy-json"
     if kubernetes.looks_like(text):
         return "kubernetes"
-    if base.endswith((".yaml", ".yml", ".json")) or stripped.startswith(("{", "---")):
+    if base.endswith((".yaml", ".yml", ".json")) or stripped.startswith(("{", "---")) or \
+            re.match(r"[A-Za-z_]+:\s*(#.*)?$", stripped.split("\n", 1)[0]):
         if envoy.looks_like(text):
             return "envoy"
         if traefik.looks_like(text):
@@ -89,20 +90,20 @@ def _manifest_files(path: str) -> list[str]:
     return out
 
 
-def _nginx_layer(path: str, shown: str, options: Options, stdin_text: str | None,
-                 report: Report) -> Layer:
+def _nginx_layer(path: str, shown: str, options: Options, stdin_text: str | None, report: Report,
+                 enabled: Callable[[str], bool]) -> Layer:
+    """An nginx input: the findings of `llmdoctor nginx` itself, and each proxied location's read timeout."""
     from llmdoctor.nginx.check import check as nginx_check
     from llmdoctor.nginx.check import read_input
     from llmdoctor.nginx.effective import build_levels, parse_time, proxied_units
-    from llmdoctor.nginx.rules import RULES
     from llmdoctor.nginx.rules import Options as NginxOptions
 
-    found = nginx_check([path], options=NginxOptions(options.nginx_version), stdin_text=stdin_text)
+    found = nginx_check([path], options=NginxOptions(options.nginx_version), stdin_text=stdin_text,
+                        enabled=enabled)
     report.findings.extend(Finding(f.rule, f.severity, f.path, f.line, f.column, f.message, f.end_line,
                                    f.end_column, f.fix, {**f.extra, "kind": "nginx"}) for f in found.findings)
     report.errors.extend(found.errors)
     report.notices.extend(found.notices)
-    report.rules.extend(r for r in RULES if r.id not in {x.id for x in report.rules})
     layer = Layer("nginx", shown)
     config = read_input(path, stdin_text)
     layer.files = {display_path(f) for f in config.files}
@@ -259,7 +260,7 @@ def _check_one(path: str, shown: str, found: str, text: str | None, options: Opt
     if found in ("caddy", "caddy-json"):
         return caddy.check(path, shown, options, json_config=True if found == "caddy-json" else None, text=text)
     if found == "apache":
-        return apache.check(path, shown, options)
+        return apache.check(path, shown, options, text=text if path == STDIN else None)
     if found == "kubernetes":
         assert text is not None
         layer, problems = kubernetes.check(text, shown, options, configmaps)
