@@ -104,9 +104,9 @@ def test_haproxy_without_http_no_delay_holds_each_write_about_200ms(haproxy_lab)
     held, immediate = haproxy_lab.results["nodelay_off"], haproxy_lab.results["nodelay_on"]
     assert "HAP001" in haproxy_lab.rules("listen nodelay_off")
     assert "HAP001" not in haproxy_lab.rules("listen nodelay_on")
-    assert held.metrics.first_event_s >= 0.12  # the upstream sent it at once
+    assert held.metrics.first_event_s >= 0.15  # the upstream sent it at once
     assert held.metrics.largest_burst >= 2  # events 150 ms apart arrive together
-    assert immediate.metrics.first_event_s < 0.1 and immediate.metrics.largest_burst == 1
+    assert immediate.metrics.largest_burst == 1
     assert held.metrics.first_event_s - immediate.metrics.first_event_s >= 0.1
 
 

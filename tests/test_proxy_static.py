@@ -281,3 +281,12 @@ def test_every_kind_can_come_from_stdin(text, rule):
     assert result.report.errors == []
     assert rule in {f.rule for f in result.report.findings}
     assert {f.path for f in result.report.findings if f.rule == rule} == {"<stdin>"}
+
+
+def test_nginx_inputs_report_the_nginx_checks_and_join_the_chain():
+    conf = FIXTURES / "nginx" / "rules" / "ngx003_hit.conf"
+    result = check([str(conf), str(PROXY / "haproxy" / "haproxy.cfg")], route="/v2/|vllm")
+    assert [r.label for r in result.layers[0].routes] == ["location /v2/"]
+    assert [(f.rule, f.line) for f in result.report.findings] == [("NGX003", 13)]
+    assert result.chain.first["idle"].limits["idle"].setting == "proxy_read_timeout"
+    assert result.chain.first["idle"].limits["idle"].seconds == 60.0

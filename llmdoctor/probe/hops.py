@@ -33,7 +33,7 @@ HOLD_MIN_S = 0.08  # a median added delay per event above this is a hold, not ji
 BUFFER_SIZES = (4096, 8192, 16384, 32768, 65536)
 BUFFER_TOLERANCE = 0.03  # a burst within 3% of a buffer size (chunk framing adds a few bytes)
 SLOW_FIRST_EVENT_S = 0.5
-NAGLE_CLASSES = ((0.15, 0.35, "~200 ms", "Nagle's algorithm meeting delayed ACKs, or MSG_MORE/TCP_CORK "
+NAGLE_CLASSES = ((0.15, 0.40, "~200 ms", "Nagle's algorithm meeting delayed ACKs, or MSG_MORE/TCP_CORK "
                   "corking (HAProxy without `option http-no-delay`: measured ~200 ms per write)"),
                  (0.03, 0.08, "~40 ms", "Nagle's algorithm meeting Linux's 40 ms minimum delayed ACK "
                   "(a proxy or server without TCP_NODELAY)"))

@@ -18,7 +18,7 @@ from llmdoctor.errors import UserError
 from llmdoctor.proxy import apache, caddy, envoy, haproxy, kubernetes, traefik
 from llmdoctor.proxy.chain import Chain, build, edge_layer, edges
 from llmdoctor.proxy.inputs import InputProblem, read_text
-from llmdoctor.proxy.model import IDLE, Layer, Limit, Options, Route, Where
+from llmdoctor.proxy.model import IDLE, Hit, Layer, Limit, Options, Route, Where
 from llmdoctor.report.model import Finding, InputError, Report, RuleInfo, display_path
 
 STDIN = "-"
@@ -100,11 +100,10 @@ def _nginx_layer(path: str, shown: str, options: Options, stdin_text: str | None
 
     found = nginx_check([path], options=NginxOptions(options.nginx_version), stdin_text=stdin_text,
                         enabled=enabled)
-    report.findings.extend(Finding(f.rule, f.severity, f.path, f.line, f.column, f.message, f.end_line,
-                                   f.end_column, f.fix, {**f.extra, "kind": "nginx"}) for f in found.findings)
     report.errors.extend(found.errors)
-    report.notices.extend(found.notices)
-    layer = Layer("nginx", shown)
+    layer = Layer("nginx", shown, notices=list(found.notices))
+    layer.hits = [Hit(f.rule, f.severity, Where(f.path, f.line, f.column), f.message, f.fix or "",
+                      f.extra.get("location", "")) for f in found.findings]
     config = read_input(path, stdin_text)
     layer.files = {display_path(f) for f in config.files}
     for unit in proxied_units(build_levels([stmts for _, stmts in config.roots])):
@@ -246,17 +245,7 @@ def _check_one(path: str, shown: str, found: str, text: str | None, options: Opt
     if found == "nginx":
         return _nginx_layer(path, shown, options, stdin_text, report, enabled)
     if found == "haproxy":
-        if path == STDIN:
-            config = haproxy.Config()
-            haproxy.parse_text(text or "", shown, config)
-            haproxy._link_defaults(config)
-            layer = Layer("haproxy", shown, files={shown})
-            for unit in haproxy.units(config):
-                layer.routes.append(haproxy.route(unit))
-                for rule in haproxy.CHECKS:
-                    layer.hits.extend(rule(unit, options))
-            return layer
-        return haproxy.check(path, shown, options)
+        return haproxy.check(path, shown, options, text=text if path == STDIN else None)
     if found in ("caddy", "caddy-json"):
         return caddy.check(path, shown, options, json_config=True if found == "caddy-json" else None, text=text)
     if found == "apache":

@@ -159,9 +159,13 @@ def parse_text(text: str, shown: str, config: Config) -> None:
         current.lines.append(Line(words, where))
 
 
-def load(path: str, shown: str) -> Config:
+def load(path: str, shown: str, text: str | None = None) -> Config:
+    """A file, a folder of *.cfg (in order, as `haproxy -f DIR`), or `text` already read (stdin)."""
     config = Config()
-    if os.path.isdir(path):
+    if text is not None:
+        config.files.append(shown)
+        parse_text(text, shown, config)
+    elif os.path.isdir(path):
         names = sorted(p for p in glob.glob(os.path.join(path, "*.cfg")))
         if not names:
             raise InputProblem(shown, "no *.cfg file in this folder (haproxy -f DIR loads those)")
@@ -346,9 +350,9 @@ def hap005(unit: Unit, options: Options) -> list[Hit]:
 CHECKS = (hap001, hap002, hap003, hap004, hap005)
 
 
-def check(path: str, shown: str, options: Options) -> Layer:
-    config = load(path, shown)
-    layer = Layer("haproxy", shown, files={display_path(f) for f in config.files})
+def check(path: str, shown: str, options: Options, text: str | None = None) -> Layer:
+    config = load(path, shown, text)
+    layer = Layer("haproxy", shown, files={display_path(f) if text is None else f for f in config.files})
     found = units(config)
     if not found:
         layer.notices.append(f"{shown}: no backend or listen section: nothing proxies")
