@@ -213,3 +213,19 @@ def test_a_fresh_nginx_T_dump_gives_the_same_findings_as_the_files(tmp_path, cli
     piped = cli("nginx", "-", "--format", "json", input=dump)
     assert piped.returncode == 1
     assert display_path(main.parent / "conf.d" / "10-api.conf") in piped.stdout
+
+
+def test_a_folder_tree_is_read_as_nginx_reads_its_main_config(tmp_path):
+    """The files llmdoctor reads for a main config found in a folder tree are the files `nginx -T` dumps."""
+    from llmdoctor.nginx.config import load_directory, split_dump
+
+    main = sandboxed_copy(FIXTURES / "includes" / "nginx.conf", tmp_path / "tree" / "site")
+    (tmp_path / "tree" / "fragments").mkdir()
+    (tmp_path / "tree" / "fragments" / "web.conf").write_text("server {\n  location / {\n"
+                                                              "    proxy_pass http://127.0.0.1:9;\n  }\n}\n")
+    dumped = set(split_dump(nginx_dump(require_nginx(), main, tmp_path / "tree" / "site")))
+    config = load_directory(tmp_path / "tree")
+    assert config.errors == []
+    assert dumped == {p for p in config.files if p.startswith(str(main.parent))}
+    assert str(tmp_path / "tree" / "fragments" / "web.conf") in config.files
+    assert [name for name, _ in config.roots] == [str(main), str(tmp_path / "tree" / "fragments" / "web.conf")]

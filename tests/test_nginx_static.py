@@ -470,3 +470,50 @@ def test_nginx_help_documents_the_exit_codes(cli):
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
     assert "Exit 0" in text and "; 1 " in text and "; 2 " in text
+
+
+# ----------------------------------------------------------------------------- a folder tree, as nginx reads it
+
+
+def test_a_folder_tree_reads_each_main_config_with_its_own_prefix():
+    tree = check([str(FIXTURES)])
+    includes = FIXTURES / "includes"
+    alone = check([str(includes)])
+    under = display_path(includes) + os.sep
+    assert {f for f in found(tree) if f[1].startswith(under)} == found(alone) == expected_marks(
+        *sorted(includes.rglob("*.conf")))
+    reasons = sorted((e.path, e.reason.split(":")[0]) for e in tree.errors)
+    malformed = display_path(FIXTURES / "malformed")
+    assert reasons == [
+        (f"{malformed}/broken_include/broken.conf", "syntax error"),
+        (f"{malformed}/cycle/b.conf", "include cycle"),
+        (f"{malformed}/missing_include/nginx.conf", "include conf.d/nope.conf"),  # the one real missing file
+        (f"{malformed}/stray_brace.conf", "syntax error"),
+        (f"{malformed}/unbalanced.conf", "syntax error"),
+    ]
+    for rule_file in RULE_FIXTURES:  # complete configs (events + http): each its own main config
+        shown = display_path(rule_file)
+        assert {f for f in found(tree) if f[1] == shown} == expected_marks(rule_file)
+
+
+def test_a_file_in_the_folder_of_an_nginx_conf_that_it_does_not_include_is_noted_not_checked(tmp_path):
+    site = tmp_path / "site"
+    (site / "conf.d").mkdir(parents=True)
+    (site / "nginx.conf").write_text("events {}\nhttp {\n  proxy_buffering off;\n  proxy_read_timeout 1h;\n"
+                                     "  include conf.d/*.conf;\n}\n")
+    (site / "conf.d" / "api.conf").write_text("server {\n  location / {\n    proxy_pass http://app;\n  }\n}\n")
+    (site / "old.conf").write_text("server {\n  location / {\n    proxy_pass http://app;\n  }\n}\n")
+    report = check([str(tmp_path)])
+    assert report.errors == [] and report.findings == []  # api.conf inherits buffering off and 1h
+    assert report.notices == [f"{display_path(site / 'old.conf')}: not included by "
+                              f"{display_path(site / 'nginx.conf')}, so nginx does not read it: not checked"]
+
+
+def test_cli_on_the_fixture_tree_reports_only_the_real_problems(cli):
+    result = cli("nginx", str(FIXTURES), "--format", "json")
+    assert result.returncode == 2
+    data = json.loads(result.stdout)
+    assert len(data["errors"]) == 5 and not any("file not found: " + str(FIXTURES / "snippets") in e["reason"]
+                                                 for e in data["errors"])
+    includes = [f for f in data["findings"] if "/includes/" in f["path"]]
+    assert sorted((f["rule"], f["line"]) for f in includes) == [("NGX001", 10), ("NGX003", 5), ("NGX007", 7)]

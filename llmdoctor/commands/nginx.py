@@ -24,7 +24,7 @@ def _version(value: str | None) -> tuple[int, ...] | None:
 def nginx_command(
     paths: Annotated[list[str], typer.Argument(
         metavar="PATH",
-        help="nginx.conf (includes followed), a directory of configs, or an `nginx -T` dump; `-` reads stdin.",
+        help="nginx.conf (includes followed), a folder (each main config in it, as nginx reads it), or an `nginx -T` dump; `-` reads stdin.",
     )],
     location: Annotated[str | None, typer.Option(
         "--location", metavar="REGEX",

@@ -59,10 +59,12 @@ def scan_command(
         respect_gitignore=False if no_gitignore else None, max_file_size=_size(max_file_size),
     )
     opt.check_jobs(jobs)
+    from llmdoctor.report.progress import Progress
     from llmdoctor.scan.parallel import ScanExecutor
 
     executor = ScanExecutor(jobs=jobs, cache_dir=cache_dir, use_cache=not no_cache)
-    report = run_scan(list(paths or ["."]), options, analyze=executor)
+    with Progress.for_report("scanning", fmt) as progress:
+        report = run_scan(list(paths or ["."]), options, analyze=executor, progress=progress.update)
     report.notices.extend(executor.notices)
     raise typer.Exit(report_options.emit(report, report.exit_code()))
 

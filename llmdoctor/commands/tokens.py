@@ -93,7 +93,11 @@ def tokens(
                       reserve=reserve, glob=glob, mode=mode,  # type: ignore[arg-type]
                       threads=jobs or default_threads(), tokenizer=tokenizer, revision=revision,
                       context_source=context_source)
-    report = count_tokens(list(paths), options, stdin=_stdin_reader(implicit=implicit_stdin))
+    from llmdoctor.report.progress import Progress
+
+    with Progress.for_report("counting", fmt) as progress:
+        report = count_tokens(list(paths), options, stdin=_stdin_reader(implicit=implicit_stdin),
+                              progress=progress.update)
     if fmt == "json":
         sys.stdout.write(to_json(report) + "\n")
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -31,14 +32,14 @@ def vllm_log_lines(b: Budget) -> list[str]:
 
 
 def older_vllm_note(b: Budget) -> str | None:
-    """Earlier vLLM V1 releases computed the token figure per group; say so when it differs."""
+    """What earlier vLLM V1 releases log (they computed the token figure per group), when it differs."""
     if not b.vllm_starts():
         return None
     legacy = b.cache_tokens_by_groups()
     if legacy == b.cache_tokens():
         return None
     groups = len(b.layout().groups)
-    return (f"earlier vLLM V1 releases log GPU KV cache size: {legacy:,} tokens "
+    return (f"GPU KV cache size: {legacy:,} tokens "
             f"({groups} group{'s' if groups != 1 else ''})")
 
 
@@ -139,13 +140,41 @@ def to_dict(b: Budget, source: str) -> dict:
 _CELL = {"fits": ("[green]+[/]", "+"), "tight": ("[yellow]~[/]", "~"), "no": ("[red]x[/]", "x")}
 
 
+WIDTH = 80  # every line fits an 80-column terminal, wrapped between values, never inside one
+LABEL = 22
+_VALUE = re.compile(r"-?\d[\d,.]*(?:x| (?:GiB|GB|MiB|KiB|B|tokens))(?: \(-?\d[\d,.]* GB\))?")
+
+
+def wrap(text: str, width: int = WIDTH, indent: int = 0, hanging: str = "  ") -> list[str]:
+    """`text` in lines of at most `width` columns, the first `indent` columns left to the caller; a size or
+    a count (`16.06 GiB (17.24 GB)`, `131,072 tokens`) is never split."""
+    import textwrap
+
+    glued = _VALUE.sub(lambda m: m.group(0).replace(" ", "\u00a0"), text)
+    lines = textwrap.wrap(glued, width=width - indent, break_long_words=False, break_on_hyphens=False,
+                          subsequent_indent=hanging) or [""]
+    return [line.replace("\u00a0", " ") for line in lines]
+
+
 def render_text(b: Budget, source: str, out: TextIO) -> None:
     from rich.markup import escape
-    from rich.table import Table
 
     from llmdoctor.report.render import make_console
 
     console = make_console(out)
+
+    def row(label: str, text: str, style: str = "") -> None:
+        for index, line in enumerate(wrap(text, indent=LABEL, hanging="")):
+            shown = f"[{style}]{escape(line)}[/]" if style else escape(line)
+            console.print(f"[dim]{escape(label if index == 0 else ''):<{LABEL}}[/]{shown}")
+
+    def para(text: str, prefix: str = "", style: str = "") -> None:
+        for index, line in enumerate(wrap(prefix + text)):
+            if index == 0 and prefix and style:
+                console.print(f"[{style}]{escape(prefix.rstrip())}[/] {escape(line[len(prefix):])}")
+            else:
+                console.print(escape(line))
+
     a, s = b.arch, b.shape
     if a.mla:
         kind = f"MLA latent {a.mla.kv_lora_rank}+{a.mla.qk_rope_head_dim}, not sharded by TP"
@@ -153,46 +182,45 @@ def render_text(b: Budget, source: str, out: TextIO) -> None:
         kind = f"{a.kv_heads} kv heads × head_dim {a.head_dim}"
         if s.tp > 1:
             kind += f", {s.kv_heads_per_gpu} per GPU at tp={s.tp}" + (" (replicated)" if s.replicated else "")
-    console.print(f"[bold]{escape(a.name)}[/] ({escape(source)}): {a.layers} layers, {kind}; "
-                  f"weights {b.dtype}, KV cache {b.kv_dtype}")
+    para(f"{a.name} ({source}): {a.layers} layers, {kind}; weights {b.dtype}, KV cache {b.kv_dtype}")
     if any(w is not None for w in b.windows):
         windows = sorted({w for w in b.windows if w is not None})
-        console.print(f"sliding window {', '.join(f'{w:,}' for w in windows)} tokens on "
-                      f"{sum(1 for w in b.windows if w is not None)} of {a.layers} layers")
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="dim")
-    table.add_column()
-    table.add_row("KV per token", f"{s.bytes_per_token_layer:,} B per layer, {s.bytes_per_token:,} B all layers "
-                                  f"({format_size(s.bytes_per_token)}) per GPU")
-    table.add_row(f"KV for {b.batch} × {b.seq:,}", f"{format_size(b.total_bytes)} per GPU "
-                                                    f"(block size {b.block_size})")
+        para(f"sliding window {', '.join(f'{w:,}' for w in windows)} tokens on "
+             f"{sum(1 for w in b.windows if w is not None)} of {a.layers} layers")
+    row("KV per token", f"{s.bytes_per_token_layer:,} B per layer, {s.bytes_per_token:,} B all layers "
+                        f"({format_size(s.bytes_per_token)}) per GPU")
+    row(f"KV for {b.batch} × {b.seq:,}", f"{format_size(b.total_bytes)} per GPU (block size {b.block_size})")
     if b.window_savings:
-        table.add_row("sliding windows save", format_size(b.window_savings))
+        row("sliding windows save", format_size(b.window_savings))
     stored = (f"{b.dtype} matrices with float32 scales; embeddings, norms and routers in 16 bits"
               if b.dtype == "fp8" else b.dtype)
-    table.add_row("weights", f"{format_size(b.weights_bytes)} ({a.param_count() / 1e9:,.2f}B params, "
-                             f"{stored}), {format_size(b.weights_per_gpu)} per GPU")
+    row("weights", f"{format_size(b.weights_bytes)} ({a.param_count() / 1e9:,.2f}B params, {stored}), "
+                   f"{format_size(b.weights_per_gpu)} per GPU")
     if b.kv_memory is not None:
-        table.add_row("KV memory", f"{format_size(b.kv_memory)} per GPU ({escape(b.memory_source['how'])})")
+        row("KV memory", f"{format_size(b.kv_memory)} per GPU ({b.memory_source['how']})")
         headroom = b.kv_memory - b.total_bytes
-        verdict = "[green]fits[/]" if headroom >= 0 else "[bold red]does not fit[/] (KV001)"
-        if headroom >= 0 and not b.vllm_starts():
-            verdict = "[bold red]fits, but vLLM refuses to start[/] (KV002, below)"
-        table.add_row("verdict", f"{verdict}, headroom {format_size(headroom)}")
-        table.add_row("largest batch", f"{max(0, b.largest_batch()):,} at seq {b.seq:,}")
+        if headroom < 0:
+            row("verdict", f"does not fit (KV001), headroom {format_size(headroom)}", "bold red")
+        elif not b.vllm_starts():
+            row("verdict", f"fits, but vLLM refuses to start (KV002, below), headroom {format_size(headroom)}",
+                "bold red")
+        else:
+            row("verdict", f"fits, headroom {format_size(headroom)}", "green")
+        row("largest batch", f"{max(0, b.largest_batch()):,} at seq {b.seq:,}")
         longest = b.longest_seq()
-        table.add_row("longest seq", "not limited by KV memory (every layer slides)" if longest is None
-                      else f"{longest:,} tokens at batch {b.batch}")
-        label = "vLLM would log" if b.vllm_starts() else "vLLM would fail (KV002)"
+        row("longest seq", "not limited by KV memory (every layer slides)" if longest is None
+            else f"{longest:,} tokens at batch {b.batch}")
         for line in vllm_log_lines(b):
-            table.add_row(label, escape(line))
+            if b.vllm_starts():
+                row("vLLM would log", line)
+            else:
+                row("vLLM would fail", f"KV002 {line}", "bold red")
         note = older_vllm_note(b)
         if note:
-            table.add_row("", escape(note))
-    console.print(table)
+            row("earlier vLLM V1 logs", note)
     for problem in problems(b):
         if problem.severity == "warning":
-            console.print(f"[yellow]warning:[/] {problem.rule} {escape(problem.message)}")
+            para(problem.message, prefix=f"warning: {problem.rule} ", style="yellow")
     if b.kv_memory is not None:
         _render_grid(b, console)
 

@@ -104,6 +104,7 @@ def check(paths: list[str], *, location: str | None = None, options: Options | N
     for path in paths:
         config = read_input(path, stdin_text, conf_dir)
         report.errors.extend(config.errors)
+        report.notices.extend(config.notices)
         files |= config.files
         levels = build_levels([stmts for _, stmts in config.roots])
         all_units.extend((config, unit) for unit in proxied_units(levels))

@@ -50,6 +50,7 @@ class Config:
 
     roots: list[tuple[str, list[Stmt]]] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
     files: set[str] = field(default_factory=set)
     lines: dict[str, list[str]] = field(default_factory=dict)  # file -> its lines (for columns)
 
@@ -129,6 +130,11 @@ class _Reader:
         self.conf_dir = conf_dir
         self.config = config
         self._parsed: dict[str, list[dict] | None] = {}
+
+    @property
+    def visited(self) -> set[str]:
+        """Every file this reader opened (parsed or not): what nginx would read from its main config."""
+        return set(self._parsed)
 
     def error(self, path: str, reason: str, line: int | None = None) -> None:
         self.config.errors.append(InputError(display_path(path), reason, line))
@@ -295,25 +301,84 @@ def load_file(path: Path, conf_dir: str | None = None) -> Config:
     return config
 
 
-def load_directory(path: Path, conf_dir: str | None = None) -> Config:
-    """`nginx.conf` in the folder when there is one; else every `*.conf` below it that no other includes.
+MAIN_CONTEXT = ("http", "events", "stream")  # top-level blocks that only a main config holds
 
-    Relative includes resolve against `conf_dir` (default: the folder itself).
+
+def load_directory(path: Path, conf_dir: str | None = None) -> Config:
+    """A folder, read the way nginx would read each main config in it.
+
+    - The folder's own `nginx.conf`, when there is one: the one main config (nginx -c DIR/nginx.conf).
+    - Else every main config below it — a file named `nginx.conf`, or one with an `http`/`events`/`stream`
+      block at its top level — with its own folder as the prefix its relative includes resolve against
+      (`--conf-dir` overrides it); the files it includes are checked only through it, and other `*.conf`
+      files in the folder of an `nginx.conf` are not read by nginx (a notice says so).
+    - The remaining `*.conf` files are fragments (`sites-enabled/` style): each one that no other fragment
+      includes, with the folder given as the prefix.
     """
     directory = os.path.normpath(os.path.abspath(path))
-    main = os.path.join(directory, "nginx.conf")
     config = Config()
-    reader = _Reader(_Files(), conf_dir or directory, config)
+    main = os.path.join(directory, "nginx.conf")
     if os.path.isfile(main):
+        reader = _Reader(_Files(), conf_dir or directory, config)
         config.roots.append((main, reader.read(main)))
         return config
     candidates = sorted(str(p) for p in Path(directory).rglob("*.conf") if p.is_file())
     if not candidates:
-        reader.error(directory, "no nginx.conf and no *.conf file in this folder: nothing to check")
-    trees = {name: reader.read(name) for name in candidates}
+        _Reader(_Files(), directory, config).error(directory, "no nginx.conf and no *.conf file in this folder: "
+                                                              "nothing to check")
+        return config
+    named = [c for c in candidates if os.path.basename(c) == "nginx.conf"]
+    mains = named + [c for c in candidates if c not in named and _is_main(c)]
+    consumed: set[str] = set()
+    for name in mains:
+        if name in consumed:  # included by a main config read before it
+            continue
+        reader = _Reader(_Files(), conf_dir or os.path.dirname(name), config)
+        config.roots.append((name, reader.read(name)))
+        consumed |= reader.visited
+    owners = [os.path.dirname(n) for n in named]
+    fragments = []
+    for name in candidates:
+        if name in consumed:
+            continue
+        owner = next((o for o in owners if name.startswith(o + os.sep)), None)
+        if owner is not None:
+            config.notices.append(f"{display_path(name)}: not included by {display_path(os.path.join(owner, 'nginx.conf'))}, "
+                                  "so nginx does not read it: not checked")
+        else:
+            fragments.append(name)
+    reader = _Reader(_Files(), conf_dir or directory, config)
+    trees = {name: reader.read(name) for name in fragments}
     included = {s.path for name, tree in trees.items() for s in _walk(tree) if s.path != name}
     config.roots.extend((name, tree) for name, tree in trees.items() if name not in included)
     return config
+
+
+def _is_main(path: str) -> bool:
+    """Whether `path` holds a main-context block at its top level (read cheaply: its tokens, no includes)."""
+    import crossplane
+    from crossplane.errors import NgxParserBaseException
+
+    depth = 0
+    expect_block = None
+    try:
+        for token, _, quoted in crossplane.lex(path):
+            if quoted:
+                expect_block = None
+                continue
+            if token == "{":
+                if depth == 0 and expect_block in MAIN_CONTEXT:
+                    return True
+                depth += 1
+            elif token == "}":
+                depth = max(0, depth - 1)
+            elif token == ";":
+                expect_block = None
+            elif depth == 0 and expect_block is None:
+                expect_block = token
+    except (NgxParserBaseException, OSError, UnicodeDecodeError):
+        return False  # read as a fragment: its error is reported there
+    return False
 
 
 def _walk(stmts: list[Stmt]):

@@ -111,6 +111,7 @@ class Report:
             "findings": len(self.findings),
             "errors": len(self.errors),
             "files": self.files_checked,
+            "files_with_findings": len({f.path for f in self.findings}),
             "by_rule": self.counts_by_rule(),
             "by_severity": by_severity,
             **self.summary_extra,

@@ -69,16 +69,21 @@ def render_text(report: Report, out: TextIO, *, statistics: bool = False) -> Non
 
 
 def summary_line(report: Report) -> str:
-    n, e = len(report.findings), len(report.errors)
-    files = f" in {report.files_checked} file{'s' if report.files_checked != 1 else ''}"
-    if not n and not e:
-        return f"All checks passed{files}."
-    parts = []
+    """`Found 138 findings in 19 of 23 files; 2 inputs could not be checked.` — findings counted in the files
+    that have them, out of the files read; `All checks passed in 23 files.` only when nothing failed."""
+    n, e, read = len(report.findings), len(report.errors), report.files_checked
+    with_findings = len({f.path for f in report.findings})
+
+    def files(count: int) -> str:
+        return f"{count} file{'s' if count != 1 else ''}"
+
+    failed = f"{e} input{'s' if e != 1 else ''} could not be checked"
     if n:
-        parts.append(f"{n} finding{'s' if n != 1 else ''}")
-    if e:
-        parts.append(f"{e} input{'s' if e != 1 else ''} could not be checked")
-    return "Found " + ", ".join(parts) + files + "."
+        where = files(with_findings) if with_findings >= read else f"{with_findings} of {files(read)}"
+        return f"Found {n} finding{'s' if n != 1 else ''} in {where}" + (f"; {failed}." if e else ".")
+    if not e:
+        return f"All checks passed in {files(read)}."
+    return f"No findings in {files(read)}; {failed}." if read else f"Nothing was checked: {failed}."
 
 
 # ----------------------------------------------------------------------------- json

@@ -73,13 +73,18 @@ def prepare_scan(paths: list[str], options: ScanOptions) -> ScanPlan:
     return ScanPlan(config=config, catalog=catalog, files=found.files, report=report)
 
 
-def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Analyze | None = None) -> Report:
+def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Analyze | None = None,
+             progress: Callable[[int, int], None] | None = None) -> Report:
+    """`progress(done, total)` is called after each file (the CLI's progress bar); the engine never sees it."""
     options = options or ScanOptions()
     plan = prepare_scan(paths, options)
     cwd = Path(options.cwd or os.getcwd())
     report = plan.report
     parsed = prefiltered = suppressed = 0
-    for result in (analyze or analyze_serial)(plan.files, plan.catalog, plan.config):
+    total = len(plan.files)
+    for done, result in enumerate((analyze or analyze_serial)(plan.files, plan.catalog, plan.config), 1):
+        if progress is not None:
+            progress(done, total)
         shown = display_path(result.path, cwd)
         report.findings.extend(dataclasses.replace(f, path=shown) for f in result.findings)
         report.errors.extend(dataclasses.replace(e, path=shown) for e in result.errors)

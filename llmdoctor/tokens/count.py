@@ -351,8 +351,18 @@ class Counter:
 
     # -------------------------------------------------------------- counting
 
-    def finish(self) -> TokensReport:
-        """Encode the pending texts, a batch per encoding, on threads (tiktoken's core releases the GIL)."""
+    def finish(self, progress: Callable[[int, int], None] | None = None) -> TokensReport:
+        """Encode the pending texts, a batch per encoding, on threads (tiktoken's core releases the GIL);
+        `progress(done, total)` after each text."""
+        total = sum(len(pending) for pending in self._pending.values())
+        done = 0
+
+        def advance() -> None:
+            nonlocal done
+            done += 1
+            if progress is not None:
+                progress(done, total)
+
         for encoding_name, pending in self._pending.items():
             if encoding_name == HF_KEY:
                 hf_counts = self.hf_tokenizer().count_batch([p.text for p in pending])
@@ -360,7 +370,7 @@ class Counter:
                     item.target.tokens = tokens
                 continue
             encoding = self.encoding(encoding_name)
-            counts = count_texts(encoding, [p.text for p in pending], self.options.threads)
+            counts = count_texts(encoding, [p.text for p in pending], self.options.threads, advance)
             for item, tokens in zip(pending, counts, strict=True):
                 if isinstance(tokens, EncoderCrash):
                     self.report.files.remove(item.target)
@@ -406,7 +416,8 @@ def encode_count(encoding: tiktoken.Encoding, text: str) -> int:
         raise EncoderCrash(crash_reason(text, err)) from None
 
 
-def count_texts(encoding: tiktoken.Encoding, texts: list[str], threads: int) -> list[int | EncoderCrash]:
+def count_texts(encoding: tiktoken.Encoding, texts: list[str], threads: int,
+                advance: Callable[[], None] | None = None) -> list[int | EncoderCrash]:
     """Token counts of `texts`, as `encode_ordinary_batch` would give, without keeping the token lists.
 
     A text tiktoken cannot encode gives its EncoderCrash in place of a count.
@@ -417,6 +428,9 @@ def count_texts(encoding: tiktoken.Encoding, texts: list[str], threads: int) -> 
             return encode_count(encoding, text)
         except EncoderCrash as crash:
             return crash
+        finally:
+            if advance is not None:
+                advance()
 
     if threads <= 1 or len(texts) <= 1:
         return [count(text) for text in texts]
@@ -424,14 +438,14 @@ def count_texts(encoding: tiktoken.Encoding, texts: list[str], threads: int) -> 
         return list(pool.map(count, texts))
 
 
-def count_tokens(paths: list[str], options: Options,
-                 stdin: Callable[[], bytes] | None = None) -> TokensReport:
+def count_tokens(paths: list[str], options: Options, stdin: Callable[[], bytes] | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> TokensReport:
     validate(options)
     counter = Counter(options)
     if options.tokenizer:
         counter.hf_tokenizer()  # a missing or broken tokenizer stops the run before any file is read
     counter.add_inputs(paths, stdin or (lambda: sys.stdin.buffer.read()))
-    return counter.finish()
+    return counter.finish(progress)
 
 
 def default_threads() -> int:
