@@ -127,4 +127,5 @@ def test_tokens_reads_a_pipe_without_arguments_and_names_open_weights_models(cli
     llama = cli("tokens", "-m", "llama-3.1-8b", "-", input="hi")
     assert llama.returncode == 2
     assert "is known to kv-budget, but its tokenizer is its own" in llama.stderr
+    assert "--tokenizer meta-llama/Llama-3.1-8B --context 131072" in llama.stderr
     assert "--encoding o200k_base --context 131072" in llama.stderr

@@ -368,6 +368,7 @@ class Counter:
                 hf_counts = self.hf_tokenizer().count_batch([p.text for p in pending])
                 for item, tokens in zip(pending, hf_counts, strict=True):
                     item.target.tokens = tokens
+                    advance()
                 continue
             encoding = self.encoding(encoding_name)
             counts = count_texts(encoding, [p.text for p in pending], self.options.threads, advance)

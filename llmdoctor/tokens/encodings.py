@@ -94,9 +94,9 @@ def open_weights_model(model: str) -> str | None:
     window = preset.arch().max_position
     context = f" --context {window}" if window else ""
     return (f"model {model!r} ({preset.source}) is known to kv-budget, but its tokenizer is its own (the "
-            "Hugging Face tokenizer.json), not a tiktoken encoding, so `tokens` cannot count it exactly; for an "
-            f"estimate pass --encoding o200k_base{context} (its counts are not the model's), or count with the "
-            "model's own tokenizer (transformers AutoTokenizer)")
+            "Hugging Face tokenizer.json), not a tiktoken encoding: count with it exactly with "
+            f"--tokenizer {preset.source}{context} (from the local Hugging Face cache, a folder or a "
+            f"tokenizer.json), or estimate with --encoding o200k_base{context} (its counts are not the model's)")
 
 
 def check_encoding_name(name: str) -> str:
