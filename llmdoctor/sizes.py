@@ -15,23 +15,28 @@ _UNITS = {
     "kib": KIB, "mib": MIB, "gib": GIB, "tib": TIB,
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+MAX_BYTES = 2**60  # 1 EiB: larger than any GPU, disk or file; `1` and 400 zeros must not overflow a float
 
 
 def parse_size(text: str, option: str) -> int:
     """Bytes for `text` (`80GiB`, `33.5GiB`, `80GB`, `512MiB`, `1073741824`); UserError naming `option`."""
+    from llmdoctor.limits import brief
+
     match = _SIZE.match(text or "")
     if not match:
-        raise UserError(f"{option}: cannot read {text!r} as a size; write e.g. 80GiB, 33.5GiB, 80GB, 512MiB "
+        raise UserError(f"{option}: cannot read {brief(text)} as a size; write e.g. 80GiB, 33.5GiB, 80GB, 512MiB "
                         "or a number of bytes")
     number, unit = match.groups()
     factor = _UNITS.get(unit.lower())
     if factor is None:
-        raise UserError(f"{option}: unknown unit {unit!r} in {text!r}; use B, KB, MB, GB, TB (decimal) "
-                        "or KiB, MiB, GiB, TiB (binary)")
+        raise UserError(f"{option}: unknown unit {brief(unit, 20)} in {brief(text)}; use B, KB, MB, GB, TB "
+                        "(decimal) or KiB, MiB, GiB, TiB (binary)")
+    if len(number.split(".")[0].lstrip("0")) > 19 or float(number) * factor > MAX_BYTES:
+        raise UserError(f"{option}: {brief(text)} is more than 1 EiB: not a memory size")
     value = int(float(number) * factor)
     if value <= 0:
         less = " (less than one byte)" if float(number) > 0 else ""
-        raise UserError(f"{option}: the size must be positive, got {text!r}{less}")
+        raise UserError(f"{option}: the size must be positive, got {brief(text)}{less}")
     return value
 
 

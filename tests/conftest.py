@@ -37,6 +37,7 @@ def run_llmdoctor(*args: str, cwd: Path | str | None = None, input: str | None =
                   env: dict | None = None, timeout: float = 120) -> Result:
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
     full_env.pop("FORCE_COLOR", None)
+    full_env.pop("CI", None)  # the scan cache reads differently in CI (docs/reliability.md); tests set it explicitly
     if env:
         full_env.update(env)
     proc = subprocess.run(
@@ -49,6 +50,12 @@ def run_llmdoctor(*args: str, cwd: Path | str | None = None, input: str | None =
         timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch):
+    """Tests run the same on a CI runner (which sets CI=true) as on a laptop; a test that needs CI sets it."""
+    monkeypatch.delenv("CI", raising=False)
 
 
 @pytest.fixture

@@ -13,9 +13,14 @@ from llmdoctor.commands import options as opt
 def _size(value: str | None) -> int | None:
     if value is None:
         return None
+    from llmdoctor.errors import UserError
+    from llmdoctor.scan.settings import MAX_FILE_SIZE_LIMIT
     from llmdoctor.sizes import parse_size
 
-    return parse_size(value, "--max-file-size")
+    size = parse_size(value, "--max-file-size")
+    if size > MAX_FILE_SIZE_LIMIT:
+        raise UserError(f"--max-file-size {value.strip()[:40]}: at most {MAX_FILE_SIZE_LIMIT:,} bytes (1 GiB)")
+    return size
 
 
 def scan_command(

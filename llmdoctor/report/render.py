@@ -25,7 +25,9 @@ def render(report: Report, fmt: str, out: TextIO | None = None, *, statistics: b
     elif fmt == "json":
         out.write(to_json(report) + "\n")
     elif fmt == "sarif":
-        out.write(json.dumps(to_sarif(report), indent=2) + "\n")
+        from llmdoctor.limits import json_safe
+
+        out.write(json.dumps(json_safe(to_sarif(report)), indent=2) + "\n")
     elif fmt == "github":
         render_github(report, out)
     else:  # the CLI validates the choice; this guards programmatic use
@@ -46,25 +48,30 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def render_text(report: Report, out: TextIO, *, statistics: bool = False) -> None:
+    """One line per finding, error and notice; anything that came from outside (paths, messages quoting a
+    file or a config) with its control characters escaped, so a file name cannot drive the terminal."""
     from rich.markup import escape
+
+    from llmdoctor.limits import printable
 
     console = make_console(out)
     for f in report.findings:
         style = _SEVERITY_STYLE.get(f.severity, "")
         console.print(
-            f"[bold]{escape(f.path)}[/]:{f.line}:{f.column}: [{style}]{f.rule}[/] {escape(f.message)}"
+            f"[bold]{escape(printable(f.path))}[/]:{f.line}:{f.column}: [{style}]{escape(printable(f.rule))}[/] "
+            f"{escape(printable(f.message))}"
         )
         if f.fix:
-            console.print(f"    [dim]fix:[/] {escape(f.fix)}")
+            console.print(f"    [dim]fix:[/] {escape(printable(f.fix))}")
     for e in report.errors:
-        console.print(f"[bold]{escape(str(e.path))}[/]{':' + str(e.line) if e.line else ''}: "
-                      f"[bold red]error:[/] {escape(e.reason)}")
+        console.print(f"[bold]{escape(printable(str(e.path)))}[/]{':' + str(e.line) if e.line else ''}: "
+                      f"[bold red]error:[/] {escape(printable(e.reason))}")
     for notice in report.notices:
-        console.print(f"[dim]note: {escape(notice)}[/]")
+        console.print(f"[dim]note: {escape(printable(notice))}[/]")
     if statistics and report.findings:
         names = {r.id: r.name for r in report.rules}
         for rule, count in sorted(report.counts_by_rule().items(), key=lambda kv: (-kv[1], kv[0])):
-            console.print(f"{count:>6}  {rule:<8} {names.get(rule, '')}")
+            console.print(f"{count:>6}  {escape(printable(rule)):<8} {escape(printable(names.get(rule, '')))}")
     console.print(summary_line(report))
 
 
@@ -97,7 +104,9 @@ def to_json(report: Report) -> str:
     }
     if report.notices:
         data["notices"] = list(report.notices)
-    return json.dumps(data, indent=2)
+    from llmdoctor.limits import json_safe
+
+    return json.dumps(json_safe(data), indent=2)  # undecodable file names: valid Unicode, see json_path
 
 
 # ----------------------------------------------------------------------------- sarif
@@ -218,7 +227,12 @@ def to_sarif(report: Report) -> dict:
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's value: GitHub's own escapes for `%`, CR and LF, and every other control character
+    escaped as text (`\x1b`): a file name or message cannot drive the log's terminal emulation."""
+    from llmdoctor.limits import printable_lines
+
+    text = text.replace("%", "%25").replace("\r", "%0D")
+    return printable_lines(text).replace("\n", "%0A")
 
 
 def _escape_property(text: str) -> str:

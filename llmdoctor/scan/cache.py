@@ -17,6 +17,15 @@ Safety: JSON, never pickle (a cache restored from a CI artifact cannot run code)
 file in the same folder and `os.replace` it (two concurrent runs each write a complete file: the last one
 wins, nothing is ever half-written); a missing, corrupt, foreign or unreadable cache file is ignored and
 rebuilt; a cache folder that cannot be written disables caching for the run with a notice, never a crash.
+
+Trust (docs/reliability.md): an entry is believed when it matches the file's stat or sha256, so whoever can
+write the cache folder decides what the scan reports for unchanged files (ruff's cache is the same). The
+cache therefore reads only what it can vouch for: every entry is validated field by field (a malformed one
+is a miss); the run file is read only when it is a regular file of at most MAX_CACHE_BYTES; a cache folder
+that is a symbolic link is not used at all (notice); with `CI` set, the default folder inside the checked-out
+tree is not read (it may have come with the code under review: a workflow that restores its own cache names
+it with --cache-dir / LLMDOCTOR_CACHE_DIR); and only files that start with this cache's own header are ever
+deleted from the folder.
 """
 
 from __future__ import annotations
@@ -30,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmdoctor import __version__
-from llmdoctor.report.model import Finding, InputError
+from llmdoctor.limits import InputProblem, read_bounded
+from llmdoctor.report.model import SEVERITIES, Finding, InputError
 
 CACHE_DIR_NAME = ".llmdoctor_cache"
 ENV_VAR = "LLMDOCTOR_CACHE_DIR"
@@ -38,6 +48,10 @@ FORMAT = 1
 MAGIC = "llmdoctor-scan-cache"
 RACY_NS = 2_000_000_000  # a stat recorded within 2 s of the file's mtime is confirmed by content hash
 KEEP_RUN_FILES = 16  # older run-key files (other configs, versions) are pruned beyond this many
+MAX_CACHE_BYTES = 512 * 2**20  # a run file of 100,000 entries is ~30 MB
+HEADER = f'{{"magic":"{MAGIC}"'.encode()  # how every file this cache writes starts (see `save`)
+TMP_PREFIX = ".tmp-"
+GITIGNORE = "# created by llmdoctor\n*\n"
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by llmdoctor.\n"
@@ -50,6 +64,11 @@ Stamp = tuple[int, int, int, int, str]  # mtime_ns, ctime_ns, size, inode, sha25
 def default_cache_dir(root: str) -> str:
     """`LLMDOCTOR_CACHE_DIR`, else `.llmdoctor_cache` in the project root (the config file's folder)."""
     return os.environ.get(ENV_VAR) or os.path.join(root, CACHE_DIR_NAME)
+
+
+def running_in_ci() -> bool:
+    """`CI` set to true/1/yes, as GitHub Actions, GitLab CI, CircleCI, Travis CI and Buildkite set it."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
 def engine_fingerprint() -> str:
@@ -92,20 +111,59 @@ def result_to_json(findings: list[Finding], errors: list[InputError], parsed: bo
 
 
 def result_from_json(path: str, data: dict):
+    """The FileResult of a cache entry; ValueError when the entry is not exactly what `result_to_json` writes
+    (a corrupt or edited cache must never crash the scan, nor put a non-number in a line)."""
     from llmdoctor.scan.engine import FileResult
 
-    findings = [Finding(rule=r, severity=s, path=path, line=line, column=col, end_line=el, end_column=ec,
-                        message=m, fix=fix, extra=dict(extra))
-                for r, s, line, col, el, ec, m, fix, extra in data["findings"]]
-    errors = [InputError(path, reason, line) for reason, line in data["errors"]]
-    return FileResult(path, findings=findings, errors=errors, parsed=bool(data["parsed"]),
-                      prefiltered=bool(data["prefiltered"]), suppressed=int(data["suppressed"]))
+    if not isinstance(data, dict):
+        raise TypeError("result: not a mapping")
+    findings, errors = data.get("findings"), data.get("errors")
+    if not isinstance(findings, list) or not isinstance(errors, list):
+        raise TypeError("findings/errors: not lists")
+    out = []
+    for item in findings:
+        if not (isinstance(item, list) and len(item) == 9):
+            raise ValueError("finding: not a 9-item list")
+        rule, severity, line, col, end_line, end_col, message, fix, extra = item
+        if not (isinstance(rule, str) and severity in SEVERITIES and _position(line) and _position(col)
+                and (end_line is None or _position(end_line)) and (end_col is None or _position(end_col))
+                and isinstance(message, str) and (fix is None or isinstance(fix, str))
+                and isinstance(extra, dict)):
+            raise ValueError("finding: a field of the wrong type")
+        out.append(Finding(rule=rule, severity=severity, path=path, line=line, column=col, end_line=end_line,
+                           end_column=end_col, message=message, fix=fix, extra=dict(extra)))
+    problems = []
+    for item in errors:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                and (item[1] is None or _position(item[1]))):
+            raise ValueError("error: not [reason, line]")
+        problems.append(InputError(path, item[0], item[1]))
+    parsed, prefiltered, suppressed = data.get("parsed"), data.get("prefiltered"), data.get("suppressed")
+    if not (isinstance(parsed, bool) and isinstance(prefiltered, bool) and _count(suppressed)):
+        raise ValueError("counters: of the wrong type")
+    return FileResult(path, findings=out, errors=problems, parsed=parsed, prefiltered=prefiltered,
+                      suppressed=suppressed)
+
+
+def _position(value) -> bool:
+    return type(value) is int and 0 < value < 2**31
+
+
+def _count(value) -> bool:
+    return type(value) is int and 0 <= value < 2**31
+
+
+def _valid_entry(entry) -> bool:
+    """[mtime_ns, ctime_ns, size, inode, sha256, stat_trusted, result] with the types `_record` writes."""
+    return (isinstance(entry, list) and len(entry) == 7 and all(type(v) is int and v >= 0 for v in entry[:4])
+            and isinstance(entry[4], str) and len(entry[4]) == 64 and isinstance(entry[5], bool)
+            and isinstance(entry[6], dict))
 
 
 def encode_result(result) -> dict | None:
     """The JSON form of a FileResult, or None when it must not be cached (a read error is not content)."""
-    if any(e.reason.startswith("cannot read") for e in result.errors):
-        return None
+    if any(e.reason.startswith(("cannot read", "the process analysing")) for e in result.errors):
+        return None  # not what the bytes say: what happened to this run (a crash may be out of memory)
     encoded = result_to_json(result.findings, result.errors, result.parsed, result.prefiltered,
                              result.suppressed)
     try:
@@ -130,7 +188,7 @@ class CacheStats:
 class ScanCache:
     """One run key's entries. `lookup` before analysing, `store` after, `save` once at the end."""
 
-    def __init__(self, directory: str, key: str) -> None:
+    def __init__(self, directory: str, key: str, *, read: bool = True) -> None:
         self.directory = directory
         self.key = key
         self.file = os.path.join(directory, f"scan-{key[:32]}.json")
@@ -139,15 +197,22 @@ class ScanCache:
         self._dirty = False
         self._seen: set[str] = set()
         self.notice: str | None = None
-        self.entries = self._load()
+        self.usable = True  # False: neither read nor written (a symlinked folder)
+        if os.path.islink(directory):
+            self.usable = False
+            target = os.path.realpath(directory)
+            self.notice = (f"cache not used: {directory} is a symbolic link (to {target}); llmdoctor does not "
+                           f"write through links: pass --cache-dir {target} to use that folder")
+            return
+        self.entries = self._load() if read else {}
 
     # ------------------------------------------------------------------ reading
 
     def _load(self) -> dict[str, list]:
         try:
-            with open(self.file, "rb") as handle:
-                data = json.loads(handle.read())
-        except (OSError, ValueError):
+            raw = read_bounded(self.file, MAX_CACHE_BYTES, what="cache file", follow=False)
+            data = json.loads(raw)
+        except (InputProblem, ValueError, RecursionError, MemoryError):
             return {}
         if (not isinstance(data, dict) or data.get("magic") != MAGIC or data.get("format") != FORMAT
                 or data.get("key") != self.key or not isinstance(data.get("files"), dict)):
@@ -155,28 +220,27 @@ class ScanCache:
         return data["files"]
 
     def lookup(self, path: str):
-        """The cached FileResult of `path` if its content is unchanged, else None."""
+        """The cached FileResult of `path` if its content is unchanged, else None (a malformed entry too)."""
         self._seen.add(path)
         entry = self.entries.get(path)
-        if entry is None:
+        if entry is None or not _valid_entry(entry):
             self.stats.misses += 1
             return None
         try:
             *stat, digest, trusted, result = entry
+            found = result_from_json(path, result)
             current = stat_key(os.stat(path))
             if not (trusted and current == tuple(stat)):
                 if current[2] != stat[2]:  # another size: another content
                     self.stats.misses += 1
                     return None
-                with open(path, "rb") as handle:
-                    data = handle.read()
+                data = read_bounded(path, stat[2], what="source file")
                 if hashlib.sha256(data).hexdigest() != digest:
                     self.stats.misses += 1
                     return None
                 self.stats.rehashed += 1
                 self._record(path, (*current, digest), result)
-            found = result_from_json(path, result)
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, InputProblem):
             self.stats.misses += 1
             return None  # a malformed entry is a miss, never a crash
         self.stats.hits += 1
@@ -198,7 +262,7 @@ class ScanCache:
 
     def save(self) -> None:
         """Write the entries atomically (merged with what a concurrent run may have written meanwhile)."""
-        if not self._dirty:
+        if not self._dirty or not self.usable:
             return
         merged = {p: e for p, e in self._load().items() if p not in self._seen and os.path.exists(p)}
         merged.update(self.entries)
@@ -213,21 +277,34 @@ class ScanCache:
         self._dirty = False
 
     def _prepare_directory(self) -> None:
+        """Create the folder with its CACHEDIR.TAG and `.gitignore`; in an existing folder the markers are
+        added only when it is this cache's (its tag) or empty: `--cache-dir .` must not ignore a project."""
+        created = not os.path.isdir(self.directory)
         os.makedirs(self.directory, exist_ok=True)
-        for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# created by llmdoctor\n*\n")):
+        if os.path.islink(self.directory):  # replaced by a link meanwhile
+            raise OSError(f"{self.directory} is a symbolic link")
+        tag = os.path.join(self.directory, "CACHEDIR.TAG")
+        if not created and not _is_ours(tag, CACHEDIR_TAG.encode()) and any(os.scandir(self.directory)):
+            return
+        for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
             target = os.path.join(self.directory, name)
-            if not os.path.exists(target):
+            if not os.path.lexists(target):
                 _atomic_write(target, text)
 
     def _prune(self) -> None:
-        """Keep the most recent KEEP_RUN_FILES run files; drop temporaries a killed run left behind."""
+        """Keep the most recent KEEP_RUN_FILES run files; drop temporaries a killed run left behind. Only
+        regular files that start with what this cache writes are ever deleted."""
         now = time.time()
         runs = []
         for entry in os.scandir(self.directory):
             try:
+                if entry.is_symlink() or not entry.is_file():
+                    continue
                 if entry.name.startswith("scan-") and entry.name.endswith(".json"):
-                    runs.append((entry.stat().st_mtime, entry.path))
-                elif entry.name.startswith(".tmp-") and now - entry.stat().st_mtime > 3600:
+                    if _is_ours(entry.path):
+                        runs.append((entry.stat().st_mtime, entry.path))
+                elif entry.name.startswith(TMP_PREFIX) and now - entry.stat().st_mtime > 3600 and any(
+                        _is_ours(entry.path, header) for header in (HEADER, CACHEDIR_TAG.encode(), GITIGNORE.encode())):
                     _remove(entry.path)
             except OSError:
                 continue
@@ -235,9 +312,22 @@ class ScanCache:
             _remove(path)
 
 
+def _is_ours(path: str, header: bytes = HEADER) -> bool:
+    """The file at `path` (not a link) starts with `header`: this cache wrote it."""
+    try:
+        with open(path, "rb", opener=_no_follow) as handle:
+            return handle.read(len(header)) == header
+    except OSError:
+        return False
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+
+
 def _atomic_write(target: str, text: str) -> None:
     """Write a temporary file next to `target` and rename it over `target`: readers see old or new, whole."""
-    fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(target))
+    fd, temporary = tempfile.mkstemp(prefix=TMP_PREFIX, dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -41,6 +41,7 @@ from llmdoctor.catalog import (
     shipped_rules_dir,
 )
 from llmdoctor.errors import UserError
+from llmdoctor.limits import brief, brief_text, load_yaml
 from llmdoctor.report.model import RuleInfo
 
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -185,9 +186,16 @@ def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | N
         if not directory.is_dir():
             raise UserError(f"rules-dir {directory}: not a directory; pass a folder of *.yaml table files")
         for path in sorted(directory.glob("*.y*ml")):
-            raw = read_bytes(path)
+            raw = _read_user_file(path)
             digest.update(str(path.name).encode() + b"\0" + raw + b"\0")
-            _load_user(catalog, path, read_yaml(path, raw))
+            data = load_yaml(raw, str(path))  # bounded: nesting, YAML aliases expanded (llmdoctor/limits.py)
+            if not isinstance(data, dict):
+                raise UserError(f"{path}: a rule file must be a YAML mapping (id, name, ... or kind: tables)")
+            try:
+                _load_user(catalog, path, data)
+            except (TypeError, AttributeError, ValueError) as err:  # a value of a type the schema does not expect
+                raise UserError(f"{path}: malformed rule file ({type(err).__name__}: {brief_text(str(err))}); see "
+                                "docs/sdk-knowledge.md for the schema") from None
     for spec in catalog.rules.values():
         for name in spec.table_names:
             catalog.tables.setdefault(name, Table(name))
@@ -195,8 +203,21 @@ def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | N
     return catalog
 
 
+MAX_RULE_FILE_BYTES = 10 * 2**20  # the largest shipped table file is ~40 KB
+
+
+def _read_user_file(path: Path) -> bytes:
+    """A user's rule file: a regular file of at most MAX_RULE_FILE_BYTES (a FIFO is named, not waited for)."""
+    from llmdoctor.limits import InputProblem, read_bounded
+
+    try:
+        return read_bounded(path, MAX_RULE_FILE_BYTES, what="rule file")
+    except InputProblem as problem:
+        raise UserError(f"{path}: cannot read rule file: {problem.reason}") from None
+
+
 def _fail(path: Path, key: str, problem: str) -> UserError:
-    return UserError(f"{path}: key {key!r}: {problem}")
+    return UserError(f"{path}: key {brief(key)}: {problem}")
 
 
 def _load_shipped(catalog: Catalog, path: Path, data: dict, prefixes) -> bool:
@@ -243,7 +264,7 @@ def _load_user(catalog: Catalog, path: Path, data: dict) -> None:
                                     "or write 'kind: tables' for an SDK/HTTP table file")
         if not isinstance(rule_id, str) or rule_id not in catalog.rules:
             known = ", ".join(sorted(catalog.rules))
-            raise _fail(path, "id", f"no rule {rule_id!r} to extend (known: {known}); user files can only "
+            raise _fail(path, "id", f"no rule {brief(rule_id)} to extend (known: {known}); user files can only "
                                     "add table entries (or use 'kind: tables')")
     _add_tables(catalog, path, data.get("tables"), allow_new=False)
 
@@ -259,7 +280,7 @@ def _add_user_knowledge(catalog: Catalog, path: Path, data: dict) -> None:
             raise _fail(path, "name", "must be a non-empty string naming the table (e.g. 'mycorp-llm')")
         for stem, doc in catalog.knowledge.items():
             if isinstance(doc, dict) and doc.get("name") == name:
-                raise _fail(path, "name", f"{name!r} is already the name of table {stem}; pick another")
+                raise _fail(path, "name", f"{brief(name)} is already the name of table {stem}; pick another")
     if "imports" in data and not _dotted_names(data["imports"]):
         raise _fail(path, "imports", "must be a list of dotted module names like 'mycorp.llm'")
     if "verified" in data and not isinstance(data["verified"], str):
@@ -331,5 +352,5 @@ def _entry(path: Path, key: str, raw: Any) -> TableEntry:
     else:
         raise _fail(path, key, "an entry is a dotted name or a mapping with a 'name' key")
     if not QUALIFIED_NAME.match(name):
-        raise _fail(path, key, f"{name!r} is not a dotted name like 'time.sleep'")
+        raise _fail(path, key, f"{brief(name)} is not a dotted name like 'time.sleep'")
     return TableEntry(name=name, attrs=tuple(sorted(attrs.items())))

@@ -10,7 +10,7 @@
 
 A unit is a def or class outside any def (module level, possibly under `if`/`try`...), a def or class
 directly in the body of a class unit, or a simple statement of the module's own body over `MIN_LINES` lines or
-more (a data table, a long call) that imports nothing. What is inside a def belongs to that def's unit.
+more, or of `MIN_CHARS` characters or more on fewer lines (a data table, a long call), that imports nothing. What is inside a def belongs to that def's unit.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def _grammar() -> tuple[dict[type, tuple[str, ...]], dict[type, tuple[str, ...]]
 IDENTIFIER_FIELDS, NODE_FIELDS = _grammar()
 
 MIN_LINES = 3  # a unit over fewer lines is never left out: the saving would not pay for the bookkeeping
+MIN_CHARS = 1_000  # ... unless it is a statement this long (a 1.8 MB one-line list: 66 s and 4.5 GB in libcst)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCKS = ("body", "orelse", "finalbody")  # statement lists of compound statements (plus handlers, cases)
 
@@ -109,6 +110,7 @@ class CodeFacts:
     bound_by: dict[str, set[str]]  # module-level name -> words of the statements (or headers) binding it
     module_imports: list[tuple[str, str]]  # (local name, qualified name) of module-level imports, in order
     assigned: set[str]  # names bound by module-level statements other than imports (and defs, classes)
+    tree: ast.Module | None = None  # CPython's tree of the file (parseguard.py measures its nesting)
 
     def code_text(self) -> str:
         words = set(self.words)
@@ -139,7 +141,8 @@ def read_code(source: str) -> CodeFacts | None:
     reader = _Reader()
     reader.statements(tree.body, None, reader.outside, module_level=True, top=True)
     facts = CodeFacts(units=reader.units, words=reader.outside.words, extras=reader.extras,
-                      bound_by=reader.bound_by, module_imports=reader.module_imports, assigned=reader.assigned)
+                      bound_by=reader.bound_by, module_imports=reader.module_imports, assigned=reader.assigned,
+                      tree=tree)
     return facts
 
 
@@ -190,8 +193,9 @@ class _Reader:
                 headers = [statement]
             if module_level:
                 site = Facts()
-                if top and not blocks and kind is not ast.Import and kind is not ast.ImportFrom and \
-                        (statement.end_lineno or 0) - statement.lineno + 1 >= MIN_LINES:
+                if top and not blocks and kind is not ast.Import and kind is not ast.ImportFrom and (
+                        (statement.end_lineno or 0) - statement.lineno + 1 >= MIN_LINES
+                        or (statement.end_col_offset or 0) - statement.col_offset >= MIN_CHARS):
                     site = Unit(node=statement, parent=None, alone=_alone(body, index))
                     self.units.append(site)
                 self.collect(headers, site)

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from llmdoctor.errors import UserError
+from llmdoctor.limits import InputProblem, brief, brief_text, load_toml, load_yaml, read_bounded
 from llmdoctor.report.model import SEVERITIES
-from llmdoctor.scan.settings import DEFAULT_MAX_FILE_SIZE, ScanConfig
+from llmdoctor.scan.settings import DEFAULT_MAX_FILE_SIZE, MAX_FILE_SIZE_LIMIT, ScanConfig
 
+MAX_CONFIG_BYTES = 10 * 2**20  # a pyproject.toml or .llmdoctor.yaml is a few KB
 KEYS = ("select", "ignore", "exclude", "per-file-ignores", "rules-dir", "severity", "max-file-size",
         "respect-gitignore")
 
@@ -47,23 +49,27 @@ def find_config(start: str | os.PathLike) -> Path | None:
 
 def _has_tool_table(pyproject: Path) -> bool:
     try:
-        text = pyproject.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_bounded(pyproject, MAX_CONFIG_BYTES, what="configuration file").decode("utf-8", "replace")
+    except InputProblem:
         return False
     return "tool.llmdoctor" in text and _load_pyproject(pyproject) is not None
 
 
+def _read(path: Path) -> bytes:
+    try:
+        return read_bounded(path, MAX_CONFIG_BYTES, what="configuration file")
+    except InputProblem as problem:
+        raise UserError(f"{path}: {problem.reason}") from None
+
+
 def _load_pyproject(path: Path) -> dict | None:
+    raw = _read(path)
     try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UserError(f"{path}: cannot read: {err.strerror or err}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise UserError(f"{path}: invalid TOML: {err}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise UserError(f"{path}:{line}: invalid TOML: not UTF-8 (byte 0x{raw[err.start]:02x})") from None
+    data = load_toml(text, str(path))
     table = data.get("tool", {}).get("llmdoctor") if isinstance(data.get("tool"), dict) else None
     if table is not None and not isinstance(table, dict):
         raise UserError(f"{path}: key 'tool.llmdoctor': must be a table")
@@ -71,20 +77,7 @@ def _load_pyproject(path: Path) -> dict | None:
 
 
 def _load_yaml(path: Path) -> dict:
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UserError(f"{path}: cannot read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        line = err.object[: err.start].count(b"\n") + 1
-        raise UserError(f"{path}:{line}: not UTF-8 (byte 0x{err.object[err.start]:02x}): save the file as "
-                        "UTF-8") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise UserError(f"{where}: invalid YAML: {getattr(err, 'problem', None) or err}") from None
+    data = load_yaml(_read(path), str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -97,7 +90,7 @@ def load_config(path: Path | None) -> ScanConfig:
     if path is None:
         return ScanConfig()
     path = Path(os.path.abspath(path))
-    if not path.is_file():
+    if path.is_dir() or not path.exists():
         problem = "is a folder: name the pyproject.toml or .llmdoctor.yaml in it" if path.is_dir() else "no such file"
         raise UserError(f"--config {path}: {problem}")
     raw = _load_pyproject(path) if path.suffix == ".toml" else _load_yaml(path)
@@ -111,7 +104,7 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
     for key, value in raw.items():
         norm = str(key).replace("_", "-")
         if norm not in KEYS:
-            raise UserError(f"{path}: key '{prefix}{key}': unknown setting; known: {', '.join(KEYS)}")
+            raise UserError(f"{path}: key '{prefix}{brief_text(str(key), 40)}': unknown setting; known: {', '.join(KEYS)}")
         values[norm] = (value, f"{prefix}{key}")
     base = path.parent
 
@@ -132,7 +125,7 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         ids = str_list(key)
         for rule_id in ids:
             if not rule_id.isalnum():
-                raise fail(key, f"{rule_id!r} is not a rule id or prefix like 'LLM004' or 'LLM'")
+                raise fail(key, f"{brief(rule_id)} is not a rule id or prefix like 'LLM004' or 'LLM'")
         return tuple(i.upper() for i in ids)
 
     per_file: list[tuple[str, tuple[str, ...]]] = []
@@ -144,7 +137,7 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
             if isinstance(ids, str):
                 ids = [ids]
             if not isinstance(ids, list) or not all(isinstance(i, str) and i.isalnum() for i in ids):
-                raise fail("per-file-ignores", f"{glob!r} must map to a list of rule ids")
+                raise fail("per-file-ignores", f"{brief(glob)} must map to a list of rule ids")
             per_file.append((str(glob), tuple(i.upper() for i in ids)))
 
     severity: list[tuple[str, str]] = []
@@ -153,15 +146,17 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         if not isinstance(mapping, dict):
             raise fail("severity", "must be a mapping of rule id -> error|warning|info")
         for rule_id, level in mapping.items():
-            if level not in SEVERITIES:
-                raise fail("severity", f"{rule_id}: must be one of {', '.join(SEVERITIES)} (got {level!r})")
+            if not isinstance(level, str) or level not in SEVERITIES:
+                raise fail("severity", f"{brief_text(str(rule_id), 40)}: must be one of {', '.join(SEVERITIES)} "
+                                       f"(got {brief(level)})")
             severity.append((str(rule_id).upper(), level))
 
     max_size = DEFAULT_MAX_FILE_SIZE
     if "max-file-size" in values:
         max_size = values["max-file-size"][0]
-        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0:
-            raise fail("max-file-size", "must be a positive number of bytes")
+        if isinstance(max_size, bool) or not isinstance(max_size, int) or not 0 < max_size <= MAX_FILE_SIZE_LIMIT:
+            raise fail("max-file-size", f"must be a positive number of bytes, at most {MAX_FILE_SIZE_LIMIT:,} "
+                                        f"(got {brief(max_size)})")
     gitignore = True
     if "respect-gitignore" in values:
         gitignore = values["respect-gitignore"][0]

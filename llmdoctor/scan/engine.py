@@ -7,6 +7,7 @@ and return a picklable `FileResult`, so a process pool or an on-disk cache can w
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ from llmdoctor.report.model import Finding, InputError
 from llmdoctor.scan.catalog import Catalog
 from llmdoctor.scan.codefacts import read_code
 from llmdoctor.scan.decoding import SourceError, decode_source
+from llmdoctor.scan.parseguard import refusal
 from llmdoctor.scan.prefilter import python_parse_problem
 from llmdoctor.scan.regions import pruned_source
 from llmdoctor.scan.settings import ScanConfig
@@ -42,7 +44,10 @@ def analyze_file(path: str, catalog: Catalog, config: ScanConfig) -> FileResult:
     return analyze_source(path, data, catalog, config)
 
 
-def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig) -> FileResult:
+def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
+                   isolate: Callable[[], FileResult] | None = None) -> FileResult:
+    """`isolate`: run this whole analysis in a process of its own, for a file CPython rejects (no tree tells
+    parseguard what libcst would make of it: a crash there must not end the caller's process)."""
     result = FileResult(path)
     try:
         source = decode_source(data)
@@ -82,9 +87,16 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
             getattr(python_problem, "lineno", None)))
         return result
 
+    if facts is None and isolate is not None:
+        return isolate()
+    parsed = source if facts is None else pruned_source(source, facts, active, catalog)
+    refused = refusal(facts.tree, source, parsed) if facts is not None and facts.tree is not None else None
+    if refused is not None:  # valid Python that would crash libcst's parser or take it minutes
+        result.errors.append(InputError(path, refused.reason, refused.line))
+        return result
+
     import libcst as cst
 
-    parsed = source if facts is None else pruned_source(source, facts, active, catalog)
     try:
         try:
             module = _parse(parsed)
@@ -96,6 +108,11 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig)
     except cst.ParserSyntaxError as err:
         if isinstance(python_problem, SyntaxError) and python_problem.lineno:  # CPython's words and line
             result.errors.append(InputError(path, f"syntax error: {python_problem.msg}", python_problem.lineno))
+        elif facts is not None:  # Python accepts it: a limit of libcst's, not the user's mistake
+            line = err.raw_line if 0 < (err.raw_line or 0) <= source.count("\n") + 1 else None
+            result.errors.append(InputError(
+                path, "libcst, the parser the rules run on, cannot parse this file, which Python accepts "
+                      f"({err.message.splitlines()[0][:200]}); the file was not checked", line))
         else:
             result.errors.append(InputError(path, f"syntax error: {err.message}", err.raw_line or None))
         return result

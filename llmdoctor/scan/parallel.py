@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
-from llmdoctor.errors import UserError
 from llmdoctor.machine import available_cpus
 from llmdoctor.report.model import InputError
 from llmdoctor.scan.catalog import Catalog
@@ -33,10 +33,13 @@ MAX_CHUNK = 32  # files per batch sent to a worker (more: less IPC; fewer: bette
 # ----------------------------------------------------------------------------- one file, with its stamp
 
 _worker_state: tuple[Catalog, ScanConfig] | None = None
+_busy = None  # shared array: per worker slot, 1 + the index of the file it is analysing (0: idle)
+_slot = -1
 
 
-def analyze_with_stamp(path: str, catalog: Catalog, config: ScanConfig):
-    """`analyze_file` that also returns the stamp (stat + sha256) of the exact bytes it analysed."""
+def analyze_with_stamp(path: str, catalog: Catalog, config: ScanConfig, *, isolate: bool = False):
+    """`analyze_file` that also returns the stamp (stat + sha256) of the exact bytes it analysed. With
+    `isolate`, a file CPython rejects is analysed in a child process (libcst may crash on it)."""
     from llmdoctor.scan.cache import stamp_of
 
     try:
@@ -45,17 +48,29 @@ def analyze_with_stamp(path: str, catalog: Catalog, config: ScanConfig):
             data = handle.read()
     except OSError as err:
         return FileResult(path, errors=[InputError(path, f"cannot read: {err.strerror or err}")]), None
-    return analyze_source(path, data, catalog, config), stamp_of(stat, data)
+    elsewhere = (lambda: isolated([(path, data)], catalog, config)[0][0]) if isolate and _can_fork() else None
+    return analyze_source(path, data, catalog, config, isolate=elsewhere), stamp_of(stat, data)
 
 
-def _init_worker(catalog: Catalog, config: ScanConfig) -> None:
-    global _worker_state
+def _init_worker(catalog: Catalog, config: ScanConfig, busy, counter) -> None:
+    global _worker_state, _busy, _slot
     _worker_state = (catalog, config)
+    _busy = busy
+    with counter.get_lock():
+        _slot = counter.value
+        counter.value += 1
 
 
-def _worker_analyze(path: str):
+def _worker_analyze(item: tuple[int, str]):
     assert _worker_state is not None
-    return analyze_with_stamp(path, *_worker_state)
+    index, path = item
+    if _busy is not None and 0 <= _slot < len(_busy):
+        _busy[_slot] = index + 1
+    try:
+        return analyze_with_stamp(path, *_worker_state)
+    finally:
+        if _busy is not None and 0 <= _slot < len(_busy):
+            _busy[_slot] = 0
 
 
 def _chunksize(count: int, jobs: int) -> int:
@@ -69,45 +84,163 @@ def _size(path: str) -> int:
         return 0
 
 
-def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: int) -> Iterator[tuple]:
-    """(FileResult, stamp) for each of `files`, in order; a process pool when it pays off."""
-    if jobs <= 1 or len(files) < jobs * MIN_FILES_PER_WORKER:
-        for path in files:
-            yield analyze_with_stamp(path, catalog, config)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+def _can_fork() -> bool:
+    return sys.platform.startswith("linux")
 
-    context = None
-    if sys.platform.startswith("linux"):
+
+def _context():
+    import multiprocessing
+
+    if _can_fork():
         # fork: workers inherit the imported engine (libcst, the rule modules) instead of re-importing it
         import libcst  # noqa: F401
 
         from llmdoctor.scan.rules import rule_classes
 
         rule_classes()
-        context = multiprocessing.get_context("fork")
-    jobs = min(jobs, len(files))
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                               initargs=(catalog, config))
-    # largest files first, so that no worker is left alone with a big file at the end; results still
-    # come out in input order
-    order = sorted(range(len(files)), key=lambda index: -_size(files[index]))
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: int) -> Iterator[tuple]:
+    """(FileResult, stamp) for each of `files`, in order; a process pool when it pays off.
+
+    A worker that dies (a crash in libcst's native parser, the OOM killer) costs no other file its result:
+    the files it and its siblings were analysing are re-run one per process, so the one that kills its
+    process is an input error naming the signal, and the rest go to a fresh pool."""
+    if jobs <= 1 or len(files) < jobs * MIN_FILES_PER_WORKER:
+        for path in files:
+            yield analyze_with_stamp(path, catalog, config, isolate=True)
+        return
     done: dict[int, tuple] = {}
     following = 0
+    # largest files first, so that no worker is left alone with a big file at the end; results still
+    # come out in input order
+    pending = sorted(range(len(files)), key=lambda index: -_size(files[index]))
+    fruitless = 0
+    while pending:
+        if len(pending) < jobs * MIN_FILES_PER_WORKER or fruitless >= 2:
+            # few left, or workers died twice while analysing nothing: one process per file
+            for index, result in zip(pending, isolated([(files[i], None) for i in pending], catalog, config,
+                                                       jobs=jobs)):
+                done[index] = result
+            pending = []
+        else:
+            suspects = _run_pool(pending, files, catalog, config, jobs, done)
+            remaining = [index for index in pending if index not in done]
+            if suspects:
+                fruitless = 0
+                suspects = [index for index in remaining if index in suspects]
+                for index, result in zip(suspects, isolated([(files[i], None) for i in suspects], catalog,
+                                                            config, jobs=jobs)):
+                    done[index] = result
+                remaining = [index for index in remaining if index not in done]
+            elif remaining:
+                fruitless += 1
+            pending = remaining
+        while following in done:
+            yield done.pop(following)
+            following += 1
+    while following in done:
+        yield done.pop(following)
+        following += 1
+
+
+def _run_pool(pending: list[int], files: list[str], catalog: Catalog, config: ScanConfig, jobs: int,
+              done: dict[int, tuple]) -> set[int]:
+    """Analyse `pending` (indices into `files`) in a pool, filling `done`; the indices that were being
+    analysed when a worker died (empty when none died)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = _context()
+    jobs = min(jobs, len(pending))
+    busy = context.RawArray("q", jobs)
+    counter = context.Value("i", 0)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
+                               initargs=(catalog, config, busy, counter))
     try:
-        results = pool.map(_worker_analyze, [files[index] for index in order],
-                           chunksize=_chunksize(len(files), jobs))
-        for index, result in zip(order, results):
+        results = pool.map(_worker_analyze, [(index, files[index]) for index in pending],
+                           chunksize=_chunksize(len(pending), jobs))
+        for index, result in zip(pending, results):
             done[index] = result
-            while following in done:
-                yield done.pop(following)
-                following += 1
     except BrokenProcessPool:
-        raise UserError("a scan worker process died (out of memory?); rerun with --jobs 1") from None
+        return {value - 1 for value in busy if value > 0} or set()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    return set()
+
+
+# ----------------------------------------------------------------------------- one process per file
+
+
+def isolated(items: list[tuple[str, bytes | None]], catalog: Catalog, config: ScanConfig,
+             jobs: int = 1) -> list[tuple]:
+    """(FileResult, stamp) of each (path, bytes or None to read them) analysed in a child process of its
+    own, `jobs` at a time: a file that kills its process is an InputError naming the signal. Without fork
+    (not Linux), analysed here."""
+    if not _can_fork():
+        return [_analyze_item(path, data, catalog, config) for path, data in items]
+    context = _context()
+    out: list[tuple | None] = [None] * len(items)
+    running: list[tuple[int, object, object]] = []
+    position = 0
+    while position < len(items) or running:
+        while position < len(items) and len(running) < max(1, jobs):
+            path, data = items[position]
+            receiver, sender = context.Pipe(duplex=False)
+            child = context.Process(target=_child, args=(sender, path, data, catalog, config), daemon=True)
+            child.start()
+            sender.close()
+            running.append((position, child, receiver))
+            position += 1
+        slot, child, receiver = running.pop(0)
+        try:
+            found = receiver.recv()
+        except (EOFError, OSError):
+            found = None
+        finally:
+            receiver.close()
+        child.join()
+        path = items[slot][0]
+        out[slot] = found if found is not None else (_crashed(path, child.exitcode), None)
+    return out  # type: ignore[return-value]
+
+
+def _analyze_item(path: str, data: bytes | None, catalog: Catalog, config: ScanConfig) -> tuple:
+    if data is None:
+        return analyze_with_stamp(path, catalog, config)
+    return analyze_source(path, data, catalog, config), None
+
+
+def _child(sender, path: str, data: bytes | None, catalog: Catalog, config: ScanConfig) -> None:
+    try:
+        found = _analyze_item(path, data, catalog, config)
+    except BaseException as err:  # noqa: BLE001 - reported as this file's error, never a traceback
+        found = (FileResult(path, errors=[InputError(
+            path, f"internal error while analysing this file ({type(err).__name__}: {err}); please report it")]),
+            None)
+    try:
+        sender.send(found)
+    finally:
+        sender.close()
+
+
+def _crashed(path: str, exitcode: int | None) -> FileResult:
+    import signal
+
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = {"SIGSEGV": ": a crash in libcst's native parser", "SIGKILL": ": out of memory?",
+                "SIGABRT": ": a crash in native code"}.get(name, "")
+        how = f"{name}{hint}"
+    else:
+        how = f"exit status {exitcode}"
+    return FileResult(path, errors=[InputError(
+        path, f"the process analysing this file died ({how}); the file was not checked, the others were")])
 
 
 # ----------------------------------------------------------------------------- the analyze step
@@ -128,10 +261,22 @@ class ScanExecutor:
             for result, _ in analyze_many(files, catalog, config, self.jobs):
                 yield result
             return
-        from llmdoctor.scan.cache import ScanCache, default_cache_dir, run_key
+        from llmdoctor.scan.cache import ENV_VAR, ScanCache, default_cache_dir, run_key, running_in_ci
 
-        directory = self.cache_dir or default_cache_dir(config.root or os.getcwd())
-        cache = self.cache = ScanCache(directory, run_key(catalog.fingerprint, config.fingerprint()))
+        chosen = self.cache_dir or os.environ.get(ENV_VAR)
+        directory = chosen or default_cache_dir(config.root or os.getcwd())
+        # in CI the checked-out tree is the code under review: a cache inside it may have come with that code
+        trusted = bool(chosen) or not running_in_ci()
+        cache = self.cache = ScanCache(directory, run_key(catalog.fingerprint, config.fingerprint()), read=trusted)
+        if not trusted and cache.usable and any(Path(directory).glob("scan-*.json")):
+            self.notices.append(f"cache in {directory} not read: CI is set and the folder is inside the checked-out "
+                                "tree, where it may have come with the code under review (to use a cache your "
+                                f"workflow restored, name it with --cache-dir or {ENV_VAR})")
+        if not cache.usable:
+            self.notices.append(cache.notice or f"cache not used: {directory}")
+            for result, _ in analyze_many(files, catalog, config, self.jobs):
+                yield result
+            return
         misses = []
         for path in files:
             hit = cache.lookup(path)

@@ -132,6 +132,10 @@ def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
         if span is None:
             continue
         start, end, indent = span
+        if start == end:  # a long one-line statement (codefacts.MIN_CHARS)
+            parts[2 * (start - 1)] = indent + '""'
+            changed = True
+            continue
         parts[2 * (start - 1)] = indent + '"""'
         for line in range(start + 1, end):
             parts[2 * (line - 1)] = ""

@@ -10,6 +10,7 @@ from pathlib import PurePath
 from llmdoctor.scan.globs import matches_any
 
 DEFAULT_MAX_FILE_SIZE = 2_000_000  # bytes; larger files are skipped with a notice
+MAX_FILE_SIZE_LIMIT = 2**30  # what --max-file-size / max-file-size may raise it to (libcst: ~0.5 GB per MB)
 
 
 @dataclass(frozen=True)

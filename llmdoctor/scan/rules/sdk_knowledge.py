@@ -222,12 +222,17 @@ def validate(stem: str, doc: dict, source: str | None = None) -> None:
             if not isinstance(entry.get("methods") or [], list):
                 raise fail(f"{where}.methods", "must be a list of method-set names")
             for set_name in entry.get("methods") or []:
+                if not isinstance(set_name, str):
+                    raise fail(f"{where}.methods", "must be a list of method-set names (strings)")
                 if set_name not in sets:
-                    raise fail(f"{where}.methods", f"no method set named '{set_name}'")
+                    raise fail(f"{where}.methods", f"no method set named '{set_name[:80]}'")
     for set_name, method_set in sets.items():
         where = f"method_sets.{set_name}"
         check_keys(where, method_set, METHOD_SET_KEYS)
-        unknown = set(method_set.get("exempt_when") or {}) - EXEMPT_KEYS
+        exempt = method_set.get("exempt_when") or {}
+        if not isinstance(exempt, dict):
+            raise fail(f"{where}.exempt_when", "must be a mapping")
+        unknown = set(exempt) - EXEMPT_KEYS
         if unknown:
             raise fail(f"{where}.exempt_when.{min(unknown)}", "unknown key")
         for kind in METHOD_KINDS:
