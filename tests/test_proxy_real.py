@@ -104,10 +104,11 @@ def test_haproxy_without_http_no_delay_holds_each_write_about_200ms(haproxy_lab)
     held, immediate = haproxy_lab.results["nodelay_off"], haproxy_lab.results["nodelay_on"]
     assert "HAP001" in haproxy_lab.rules("listen nodelay_off")
     assert "HAP001" not in haproxy_lab.rules("listen nodelay_on")
-    assert held.metrics.first_event_s >= 0.15  # the upstream sent it at once
-    assert held.metrics.largest_burst >= 2  # events 150 ms apart arrive together
-    assert immediate.metrics.largest_burst == 1
-    assert held.metrics.first_event_s - immediate.metrics.first_event_s >= 0.1
+    # the upstream sends the first event with its headers; HAProxy holds both (load-independent: measured
+    # from this trial's own connection, not from an absolute clock)
+    assert held.metrics.first_event_s - held.recording.connect_s >= 0.12
+    assert held.metrics.largest_burst >= 2 and held.metrics.events_per_read >= 1.5  # 150 ms apart, arrive paired
+    assert immediate.metrics.largest_burst == 1 and immediate.metrics.events_per_read == 1.0
 
 
 def test_haproxy_timeout_server_cuts_a_pause_and_a_slow_first_token(haproxy_lab):

@@ -9,9 +9,10 @@ tests/test_probe_hops.py on real servers):
 - the upstream itself does not stream (direct buffered/coalesced/truncated): the application, not a proxy;
 - direct streams, public arrives in one burst at the end: the hop buffers the response;
 - public bursts of ~4/8/16 KiB: a proxy buffer of that size fills before it is sent (nginx proxy_buffer_size);
-- the first event late by a steady ~200 ms (or ~40 ms), each event up to that much (p90), events merged two
-  or more per read: a small-write hold in the hop: Nagle's algorithm with delayed ACKs, or MSG_MORE/TCP_CORK (HAProxy without
+- events merged (1.5x the direct events per read, at least 1.5) and each event up to a steady ~200 ms (or
+  ~40 ms) late (p90): a small-write hold in the hop: Nagle's algorithm with delayed ACKs, or MSG_MORE/TCP_CORK (HAProxy without
   `option http-no-delay`: measured ~200 ms);
+- every event later by the same amount but not merged: latency of the public path, not a hold;
 - the direct path is slow to its first event and the hop adds little: a slow upstream, not a proxy;
 - public cut early while direct completes: the hop cuts the stream (a read/idle timeout).
 
@@ -40,7 +41,7 @@ NAGLE_CLASSES = ((0.15, 0.40, "~200 ms", "Nagle's algorithm meeting delayed ACKs
 
 # kind -> exit code: a problem in the path is 1; a slow upstream or a clean path is 0
 PROBLEMS = {"upstream": 1, "buffering": 1, "buffer": 1, "hold": 1, "coalescing": 1, "cut": 1,
-            "slow-upstream": 0, "none": 0, "inconclusive": 2}
+            "delay": 0, "slow-upstream": 0, "none": 0, "inconclusive": 2}
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -188,9 +189,9 @@ def attribute(direct: ProbeResult, public: ProbeResult) -> HopReport:
                       f"tokens wait for {size // 1024} KiB of them (the upstream streams: {direct.reason})",
                       _buffer_fixes(public), buffer_bytes=size)
     per_read_d, per_read_p = _events_per_read(direct), _events_per_read(public)
-    merged = per_read_p >= 1.5 * per_read_d
-    if (hold50 is not None and hold90 is not None and added_first is not None and added_first >= HOLD_MIN_S
-            and hold90 >= HOLD_MIN_S and (hold50 >= HOLD_MIN_S or merged)):
+    merged = per_read_p >= 1.5 and per_read_p >= 1.5 * per_read_d
+    if (merged and hold90 is not None and hold50 is not None and added_first is not None
+            and added_first >= HOLD_MIN_S / 2 and hold90 >= NAGLE_CLASSES[-1][0]):
         shape = next(((label, cause) for low, high, label, cause in NAGLE_CLASSES if low <= hold90 <= high), None)
         label, cause = shape or (f"~{hold90 * 1000:.0f} ms", "a hop that holds small writes")
         return result("hold", hop, f"the first event arrives {added_first * 1000:.0f} ms later than directly and "
@@ -203,6 +204,11 @@ def attribute(direct: ProbeResult, public: ProbeResult) -> HopReport:
         return result("coalescing", hop, f"the upstream streams directly, but the public URL delivers the events in "
                       f"bursts: {public.reason}", _buffer_fixes(public))
     direct_first = percentile(d.first_event_s, 50) or 0.0
+    if hold50 is not None and hold50 >= HOLD_MIN_S:
+        return result("delay", hop, f"each event arrives {hold50 * 1000:.0f} ms later than directly (p50), but the "
+                      "events are not merged: a constant latency of the public path (distance, TLS, a busy "
+                      "proxy), not a buffer or a small-write hold",
+                      ["compare with a probe from next to the proxy; check the proxy's CPU"])
     if direct_first >= SLOW_FIRST_EVENT_S:
         return result("slow-upstream", "the upstream itself", f"the first event takes {direct_first:.2f} s on the "
                       f"upstream itself and the hop adds {(added_first or 0) * 1000:.0f} ms: the wait is the "
