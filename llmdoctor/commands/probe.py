@@ -64,7 +64,8 @@ def probe(
     chosen_method = (method or ("POST" if content is not None else "GET")).upper()
 
     if direct is not None:
-        from llmdoctor.probe.hops import probe_hops, render_text as render_hops
+        from llmdoctor.probe.hops import probe_hops
+        from llmdoctor.probe.hops import render_text as render_hops
 
         if openai is not None:
             direct = openai_url(direct)

@@ -34,10 +34,10 @@ HOLD_MIN_S = 0.08  # a median added delay per event above this is a hold, not ji
 BUFFER_SIZES = (4096, 8192, 16384, 32768, 65536)
 BUFFER_TOLERANCE = 0.03  # a burst within 3% of a buffer size (chunk framing adds a few bytes)
 SLOW_FIRST_EVENT_S = 0.5
-NAGLE_CLASSES = ((0.15, 0.40, "~200 ms", "Nagle's algorithm meeting delayed ACKs, or MSG_MORE/TCP_CORK "
-                  "corking (HAProxy without `option http-no-delay`: measured ~200 ms per write)"),
-                 (0.03, 0.08, "~40 ms", "Nagle's algorithm meeting Linux's 40 ms minimum delayed ACK "
-                  "(a proxy or server without TCP_NODELAY)"))
+NAGLE_CLASSES = ((0.15, 0.40, "~200 ms", ("Nagle's algorithm meeting delayed ACKs, or MSG_MORE/TCP_CORK "
+                  "corking (HAProxy without `option http-no-delay`: measured ~200 ms per write)")),
+                 (0.03, 0.08, "~40 ms", ("Nagle's algorithm meeting Linux's 40 ms minimum delayed ACK "
+                  "(a proxy or server without TCP_NODELAY)")))
 
 # kind -> exit code: a problem in the path is 1; a slow upstream or a clean path is 0
 PROBLEMS = {"upstream": 1, "buffering": 1, "buffer": 1, "hold": 1, "coalescing": 1, "cut": 1,
@@ -175,8 +175,8 @@ def attribute(direct: ProbeResult, public: ProbeResult) -> HopReport:
     if public.verdict == TRUNCATED:
         return result("cut", hop, f"the upstream streams to the end directly, but through the public URL the stream "
                       f"was cut: {public.reason}",
-                      ["raise the read/idle timeout of each proxy in the path above the longest silence "
-                       "(`llmdoctor proxy` lists them)"])
+                      [("raise the read/idle timeout of each proxy in the path above the longest silence "
+                       "(`llmdoctor proxy` lists them)")])
     size = p.buffer_size()
     if public.verdict == BUFFERED:
         return result("buffering", hop, f"the upstream streams directly ({direct.reason}), but the public URL "
@@ -198,8 +198,8 @@ def attribute(direct: ProbeResult, public: ProbeResult) -> HopReport:
                       f"each event up to {hold90 * 1000:.0f} ms later (p90; p50 {hold50 * 1000:.0f} ms), "
                       f"{per_read_p:.1f} events per read instead of {per_read_d:.1f}: a steady {label} hold per "
                       f"write, the signature of {cause}",
-                      ["HAProxy: `option http-no-delay` on the streamed backend; other proxies: TCP_NODELAY "
-                       "towards the client (nginx sets it by default: `tcp_nodelay on`)"])
+                      [("HAProxy: `option http-no-delay` on the streamed backend; other proxies: TCP_NODELAY "
+                       "towards the client (nginx sets it by default: `tcp_nodelay on`)")])
     if public.verdict == COALESCED:
         return result("coalescing", hop, f"the upstream streams directly, but the public URL delivers the events in "
                       f"bursts: {public.reason}", _buffer_fixes(public))
@@ -224,8 +224,8 @@ def _events_per_read(result: ProbeResult) -> float:
 
 
 def _buffer_fixes(public: ProbeResult) -> list[str]:
-    return list(public.fixes) or ["turn response buffering off for this route in the proxy in front, or send "
-                                  "`X-Accel-Buffering: no` from the application"]
+    return list(public.fixes) or [("turn response buffering off for this route in the proxy in front, or send "
+                                  "`X-Accel-Buffering: no` from the application")]
 
 
 def probe_hops(public_url: str, direct_url: str, *, trials: int = 1, **options) -> HopReport:
