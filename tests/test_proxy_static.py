@@ -140,7 +140,8 @@ def test_a_fifo_behind_an_include_is_refused_by_name(tmp_path):
     os.mkfifo(tmp_path / "conf.d" / "trap.conf")
     (tmp_path / "httpd.conf").write_text("Include conf.d/*.conf\nProxyPass / http://a/ timeout=600\n")
     [error] = _errors(tmp_path / "httpd.conf")
-    assert error.path.endswith("trap.conf") and "not a regular file (a FIFO)" in error.reason
+    assert error.path.endswith("trap.conf") and "is a named pipe (FIFO)" in error.reason
+    assert "refusing to read it through an include" in error.reason
 
 
 def test_includes_nested_too_deep_and_include_cycles_are_errors_with_file_and_line(tmp_path):
@@ -290,3 +291,14 @@ def test_nginx_inputs_report_the_nginx_checks_and_join_the_chain():
     assert [(f.rule, f.line) for f in result.report.findings] == [("NGX003", 13)]
     assert result.chain.first["idle"].limits["idle"].setting == "proxy_read_timeout"
     assert result.chain.first["idle"].limits["idle"].seconds == 60.0
+
+
+def test_a_yaml_bomb_and_a_fifo_without_writer_are_refused_at_once(tmp_path):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+    (tmp_path / "bomb.yaml").write_text("apiVersion: v1\nkind: List\n" + bomb)
+    [error] = _errors(tmp_path / "bomb.yaml")
+    assert "more than 200,000 values" in error.reason
+    os.mkfifo(tmp_path / "haproxy.cfg")
+    [error] = _errors(tmp_path / "haproxy.cfg")
+    assert "no process writes to" in error.reason

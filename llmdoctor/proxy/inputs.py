@@ -9,13 +9,13 @@ command line may be a pipe (`llmdoctor proxy <(kubectl get ingress -A -o yaml)`)
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 from typing import Any
 
 MAX_FILE_BYTES = 16 * 2**20
 MAX_INCLUDE_DEPTH = 32
 MAX_YAML_DEPTH = 200
+MAX_YAML_NODES = 200_000  # values once aliases are expanded (llmdoctor.limits.MAX_NODES): no billion laughs
 
 
 class InputProblem(Exception):
@@ -31,31 +31,21 @@ class InputProblem(Exception):
 def read_text(path: str, *, shown: str, named: bool = False) -> str:
     """The file's text (UTF-8, undecodable bytes replaced), or InputProblem naming `shown`.
 
-    `named`: the user gave this path on the command line, so a pipe is read (once, bounded); files reached
-    through an include or a glob must be regular files.
+    `named`: the user gave this path on the command line, so a pipe is read (once, bounded; a FIFO nobody
+    writes to is an error at once: llmdoctor.limits.read_bounded); files reached through an include or a
+    glob must be regular files.
     """
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputProblem(shown, "no such file or directory") from None
-    except OSError as err:
-        raise InputProblem(shown, f"cannot read: {err.strerror or err}") from None
-    if stat.S_ISDIR(info.st_mode):
+    from llmdoctor import limits
+
+    if os.path.isdir(path):
         raise InputProblem(shown, "is a directory")
-    if not stat.S_ISREG(info.st_mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode)
-                else "a device")
-        if not named:
-            raise InputProblem(shown, f"not a regular file ({kind}): refusing to read it through an include")
-    elif info.st_size > MAX_FILE_BYTES:
-        raise InputProblem(shown, f"larger than {MAX_FILE_BYTES // 2**20} MiB: not a proxy config")
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise InputProblem(shown, f"cannot read: {err.strerror or err}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputProblem(shown, f"more than {MAX_FILE_BYTES // 2**20} MiB: not a proxy config")
+        raw = limits.read_bounded(path, MAX_FILE_BYTES, streams=named, what="proxy config")
+    except limits.InputProblem as problem:
+        reason = problem.reason
+        if not named and reason.startswith("is ") and "regular" in reason:
+            reason = f"{reason}: refusing to read it through an include"
+        raise InputProblem(shown, reason) from None
     return raw.decode("utf-8", errors="replace")
 
 
@@ -124,29 +114,37 @@ def load_yaml_documents(text: str, shown: str) -> list[YNode]:
         raise InputProblem(shown, f"YAML syntax error: {err}") from None
     constructor = yaml.SafeLoader("")
     out = []
+    budget = [MAX_YAML_NODES]
     for node in nodes:
         if node is None:
             continue
         try:
-            out.append(_convert(node, constructor, 0, shown))
+            out.append(_convert(node, constructor, 0, shown, budget=budget))
         except RecursionError:
             raise InputProblem(shown, f"YAML nested deeper than {MAX_YAML_DEPTH} levels (or a recursive alias)",
                                node.start_mark.line + 1) from None
+        except OverflowError:
+            raise InputProblem(shown, f"YAML expands to more than {MAX_YAML_NODES:,} values (aliases): not a "
+                                      "config llmdoctor reads", node.start_mark.line + 1) from None
     return out
 
 
-def _convert(node, constructor, depth: int, shown: str, key_line: int = 0) -> YNode:
+def _convert(node, constructor, depth: int, shown: str, key_line: int = 0, *, budget: list[int]) -> YNode:
     import yaml
 
     if depth > MAX_YAML_DEPTH:
         raise RecursionError
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise OverflowError
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         mapping: dict[str, YNode] = {}
         merges: list[YNode] = []
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
-            child = _convert(value_node, constructor, depth + 1, shown, key_node.start_mark.line + 1)
+            child = _convert(value_node, constructor, depth + 1, shown, key_node.start_mark.line + 1,
+                             budget=budget)
             if key == "<<" and key_node.tag == "tag:yaml.org,2002:merge":
                 merges.extend([child] if isinstance(child.value, dict) else child.elements())
                 continue
@@ -156,7 +154,8 @@ def _convert(node, constructor, depth: int, shown: str, key_line: int = 0) -> YN
                 mapping.setdefault(key, value)
         return YNode(mapping, line, key_line)
     if isinstance(node, yaml.SequenceNode):
-        return YNode([_convert(item, constructor, depth + 1, shown) for item in node.value], line, key_line)
+        return YNode([_convert(item, constructor, depth + 1, shown, budget=budget) for item in node.value], line,
+                     key_line)
     try:
         value = constructor.construct_object(node, deep=True)
     except yaml.YAMLError:
