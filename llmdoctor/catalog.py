@@ -225,7 +225,7 @@ def load_checks(shipped_dir: Path | None = None) -> CheckCatalog:
         if path.name == PREFIXES_FILE or not _TOP_LEVEL_ID.search(raw):  # knowledge tables have no id
             continue
         data = read_yaml(path, raw)
-        check = parse_check(path, data, catalog.prefixes, extra_keys={"prefilter", "tables"})
+        check = parse_check(path, data, catalog.prefixes, extra_keys={"prefilter", "tables", "contexts"})
         if check.id in catalog.checks:
             raise _fail(path, "id", f"{check.id} is already defined in {catalog.checks[check.id].source}")
         catalog.checks[check.id] = check

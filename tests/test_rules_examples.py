@@ -10,11 +10,11 @@ import pytest
 from llmdoctor.errors import UserError
 from llmdoctor.scan.catalog import load_catalog, shipped_rules_dir
 from llmdoctor.scan.engine import analyze_source
-from llmdoctor.scan.rules import rule_classes
+from llmdoctor.scan.rules import implemented_rules
 from llmdoctor.scan.settings import ScanConfig
 
 CATALOG = load_catalog()
-IMPLEMENTED = rule_classes()
+IMPLEMENTED = implemented_rules()
 
 
 def _examples(kind: str):

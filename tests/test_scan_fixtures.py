@@ -12,13 +12,13 @@ import pytest
 
 from llmdoctor.scan.catalog import load_catalog
 from llmdoctor.scan.engine import analyze_file
-from llmdoctor.scan.rules import rule_classes
+from llmdoctor.scan.rules import implemented_rules
 from llmdoctor.scan.settings import ScanConfig
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "python"
 MARK = re.compile(r"#\s*hit:\s*((?:[A-Z]+[0-9]+)(?:\s*,\s*[A-Z]+[0-9]+)*)")
 CATALOG = load_catalog()
-IMPLEMENTED = set(rule_classes())
+IMPLEMENTED = set(implemented_rules())
 
 
 def _expected(path: Path) -> set[tuple[int, str]]:

@@ -74,6 +74,6 @@ def test_fully_cached_scan_imports_no_heavy_module(tmp_path: Path) -> None:
 
 def test_implemented_rule_ids_agree_with_the_rule_classes() -> None:
     from llmdoctor.commands.catalog import implemented_rule_ids
-    from llmdoctor.scan.rules import rule_classes
+    from llmdoctor.scan.rules import implemented_rules
 
-    assert implemented_rule_ids() == set(rule_classes())
+    assert implemented_rule_ids() == set(implemented_rules())

@@ -15,12 +15,12 @@ import yaml
 
 from llmdoctor.errors import UserError
 from llmdoctor.scan.catalog import load_catalog
-from llmdoctor.scan.rules import rule_classes
+from llmdoctor.scan.rules import implemented_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 INHOUSE = ROOT / "fixtures" / "python" / "sdk" / "inhouse"
 MARK = re.compile(r"#\s*hit-with-rules-dir:\s*([A-Z0-9, ]+)")
-IMPLEMENTED = set(rule_classes())
+IMPLEMENTED = set(implemented_rules())
 
 
 def doc_wrapper_table() -> str:

@@ -13,13 +13,16 @@ from llmdoctor.errors import UserError
 
 
 def implemented_rule_ids() -> set[str]:
-    """Ids of the scan rule modules (`llmdoctor/scan/rules/llm004.py` -> LLM004), found without importing them
-    (they import libcst). tests/test_startup_imports.py checks this agrees with `rule_classes()`."""
+    """Ids of the scan rule modules (`llmdoctor/scan/rules/llm002.py` -> LLM002, and the project-model rules of
+    `llmdoctor/scan/project/llm004.py`), found without importing them (they import libcst).
+    tests/test_startup_imports.py checks this agrees with `implemented_rules()`."""
     import importlib.util
     import pkgutil
 
-    spec = importlib.util.find_spec("llmdoctor.scan.rules")
-    locations = list(spec.submodule_search_locations or []) if spec else []
+    locations: list[str] = []
+    for package in ("llmdoctor.scan.rules", "llmdoctor.scan.project"):
+        spec = importlib.util.find_spec(package)
+        locations.extend(spec.submodule_search_locations or [] if spec else [])
     return {info.name.upper() for info in pkgutil.iter_modules(locations)
             if info.name.startswith("llm") and info.name[3:].isdigit()}
 

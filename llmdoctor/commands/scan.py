@@ -48,6 +48,9 @@ def scan_command(
     max_file_size: str | None = typer.Option(None, "--max-file-size", metavar="SIZE",
                                              help="Skip larger files with a notice (default 2000000 bytes; "
                                                   "2MB, 2MiB...)."),
+    every_context: bool = typer.Option(False, "--every-context",
+                                       help="Report in every execution context (scripts, tests, library code "
+                                            "nobody calls), not only where each rule's cost is paid per request."),
     jobs: int | None = opt.jobs_option("Worker processes", "the available CPUs", opt.available_cpus()),
     cache_dir: str | None = typer.Option(None, "--cache-dir", metavar="DIR", envvar="LLMDOCTOR_CACHE_DIR",
                                          help="Result cache folder (default: .llmdoctor_cache in the "
@@ -62,6 +65,7 @@ def scan_command(
         select=report_options.select, ignore=report_options.ignore, exclude=tuple(exclude or ()),
         force_exclude=force_exclude, rules_dirs=tuple(rules_dir or ()), config_path=config, isolated=isolated,
         respect_gitignore=False if no_gitignore else None, max_file_size=_size(max_file_size),
+        every_context=every_context,
     )
     opt.check_jobs(jobs)
     from llmdoctor.report.progress import Progress

@@ -44,7 +44,7 @@ from llmdoctor.report.model import SEVERITIES, Finding, InputError
 
 CACHE_DIR_NAME = ".llmdoctor_cache"
 ENV_VAR = "LLMDOCTOR_CACHE_DIR"
-FORMAT = 1
+FORMAT = 2  # 2: entries hold the module's project-model index and whether its rules ran
 MAGIC = "llmdoctor-scan-cache"
 RACY_NS = 2_000_000_000  # a stat recorded within 2 s of the file's mtime is confirmed by content hash
 KEEP_RUN_FILES = 16  # older run-key files (other configs, versions) are pruned beyond this many
@@ -75,7 +75,7 @@ def engine_fingerprint() -> str:
     """sha256 of the scan engine's own source: an edited rule in a development checkout invalidates too."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted([*package.glob("*.py"), *package.glob("rules/*.py")]):
+    for path in sorted([*package.glob("*.py"), *package.glob("rules/*.py"), *package.glob("project/*.py")]):
         try:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
         except OSError:
@@ -100,13 +100,13 @@ def stamp_of(handle_stat: os.stat_result, data: bytes) -> Stamp:
 # ----------------------------------------------------------------------------- (de)serialising results
 
 
-def result_to_json(findings: list[Finding], errors: list[InputError], parsed: bool, prefiltered: bool,
-                   suppressed: int) -> dict:
+def result_to_json(result) -> dict:
     return {
         "findings": [[f.rule, f.severity, f.line, f.column, f.end_line, f.end_column, f.message, f.fix,
-                      f.extra] for f in findings],
-        "errors": [[e.reason, e.line] for e in errors],
-        "parsed": parsed, "prefiltered": prefiltered, "suppressed": suppressed,
+                      f.extra] for f in result.findings],
+        "errors": [[e.reason, e.line] for e in result.errors],
+        "parsed": result.parsed, "prefiltered": result.prefiltered, "suppressed": result.suppressed,
+        "checked": result.checked, "index": result.index.to_json() if result.index is not None else None,
     }
 
 
@@ -139,10 +139,17 @@ def result_from_json(path: str, data: dict):
             raise ValueError("error: not [reason, line]")
         problems.append(InputError(path, item[0], item[1]))
     parsed, prefiltered, suppressed = data.get("parsed"), data.get("prefiltered"), data.get("suppressed")
-    if not (isinstance(parsed, bool) and isinstance(prefiltered, bool) and _count(suppressed)):
+    checked = data.get("checked")
+    if not (isinstance(parsed, bool) and isinstance(prefiltered, bool) and _count(suppressed)
+            and isinstance(checked, bool)):
         raise ValueError("counters: of the wrong type")
+    index = None
+    if data.get("index") is not None:
+        from llmdoctor.scan.project.index import ModuleIndex
+
+        index = ModuleIndex.from_json(data["index"])  # ValueError on anything it did not write
     return FileResult(path, findings=out, errors=problems, parsed=parsed, prefiltered=prefiltered,
-                      suppressed=suppressed)
+                      suppressed=suppressed, checked=checked, index=index)
 
 
 def _position(value) -> bool:
@@ -164,8 +171,7 @@ def encode_result(result) -> dict | None:
     """The JSON form of a FileResult, or None when it must not be cached (a read error is not content)."""
     if any(e.reason.startswith(("cannot read", "the process analysing")) for e in result.errors):
         return None  # not what the bytes say: what happened to this run (a crash may be out of memory)
-    encoded = result_to_json(result.findings, result.errors, result.parsed, result.prefiltered,
-                             result.suppressed)
+    encoded = result_to_json(result)
     try:
         # the cache must give back exactly what was computed: skip values JSON would alter (tuples...)
         if json.loads(json.dumps(encoded)) != encoded:
@@ -219,8 +225,9 @@ class ScanCache:
             return {}  # foreign, older or corrupt: ignored, rewritten on save
         return data["files"]
 
-    def lookup(self, path: str):
-        """The cached FileResult of `path` if its content is unchanged, else None (a malformed entry too)."""
+    def lookup(self, path: str, checked: bool = True):
+        """The cached FileResult of `path` if its content is unchanged (and, for a `checked` file, it holds the
+        rules' candidates, not only the index), else None (a malformed entry too)."""
         self._seen.add(path)
         entry = self.entries.get(path)
         if entry is None or not _valid_entry(entry):
@@ -228,7 +235,11 @@ class ScanCache:
             return None
         try:
             *stat, digest, trusted, result = entry
+            if checked and result.get("checked") is not True:
+                self.stats.misses += 1
+                return None
             found = result_from_json(path, result)
+            found.checked = checked
             current = stat_key(os.stat(path))
             if not (trusted and current == tuple(stat)):
                 if current[2] != stat[2]:  # another size: another content

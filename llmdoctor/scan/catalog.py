@@ -46,10 +46,12 @@ from llmdoctor.report.model import RuleInfo
 
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 QUALIFIED_NAME = re.compile(r"^[A-Za-z_*][A-Za-z0-9_*]*(\.[A-Za-z_*][A-Za-z0-9_*]*)*$")
-SCAN_KEYS = {"prefilter", "tables"}
+SCAN_KEYS = {"prefilter", "tables", "contexts"}
+CONTEXT_NAMES = ("serving", "worker", "run-once", "offline", "unknown")  # llmdoctor/scan/project/model.py
+CONTEXT_VERDICTS = ("report", "off", "error", "warning", "info")
 USER_TABLES_KEYS = {"kind", "description", "tables"}
 # SDK knowledge a user file may carry (docs/sdk-knowledge.md), stored in `catalog.knowledge["user:<stem>"]`
-USER_SDK_KEYS = {"name", "imports", "clients", "modules", "method_sets", "libraries", "verified"}
+USER_SDK_KEYS = {"name", "imports", "clients", "modules", "method_sets", "libraries", "verified", "entrypoints"}
 USER_RULE_KEYS = {"id", "tables"}
 
 
@@ -129,6 +131,7 @@ class RuleSpec:
     table_names: list[str] = field(default_factory=list)
     hits: list[str] = field(default_factory=list)
     near_misses: list[str] = field(default_factory=list)
+    contexts: dict[str, str] = field(default_factory=dict)  # execution context -> report / off / severity / if FLAG
 
     def help_markdown(self) -> str:
         return help_markdown(self)
@@ -246,8 +249,26 @@ def _load_shipped(catalog: Catalog, path: Path, data: dict, prefixes) -> bool:
         id=check.id, name=check.name, severity=check.severity, summary=check.summary, why=check.why,
         example=check.example, use_instead=check.use_instead, fix_safety=check.fix_safety, source=str(path),
         prefilter=list(prefilter), table_names=table_names, hits=check.hits, near_misses=check.near_misses,
+        contexts=_contexts(path, data.get("contexts")),
     )
     return True
+
+
+def _contexts(path: Path, value: Any) -> dict[str, str]:
+    """`contexts:` of a rule file: where its findings are reported (docs/scan.md "Execution contexts")."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _fail(path, "contexts", f"must be a mapping of context ({', '.join(CONTEXT_NAMES)}) -> verdict")
+    out = {}
+    for name, verdict in value.items():
+        if name not in CONTEXT_NAMES:
+            raise _fail(path, f"contexts.{str(name)[:40]}", f"unknown context; known: {', '.join(CONTEXT_NAMES)}")
+        if not isinstance(verdict, str) or not (verdict in CONTEXT_VERDICTS or (
+                verdict.startswith("if ") and verdict[3:].strip().isidentifier())):
+            raise _fail(path, f"contexts.{name}", f"must be one of {', '.join(CONTEXT_VERDICTS)} or 'if FLAG'")
+        out[name] = verdict
+    return out
 
 
 def _load_user(catalog: Catalog, path: Path, data: dict) -> None:

@@ -130,14 +130,22 @@ class CodeFacts:
         return out
 
 
-def read_code(source: str) -> CodeFacts | None:
-    """The facts of `source`, or None when `ast` cannot parse it."""
+def parse_python(source: str) -> ast.Module | None:
+    """CPython's tree of `source`, or None when `ast` cannot parse it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences etc.: libcst's parse is the one that reports
-            tree = ast.parse(source)
+            return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def read_code(source: str, tree: ast.Module | None = None) -> CodeFacts | None:
+    """The facts of `source` (parsed as `tree` when given), or None when `ast` cannot parse it."""
+    if tree is None:
+        tree = parse_python(source)
+        if tree is None:
+            return None
     reader = _Reader()
     reader.statements(tree.body, None, reader.outside, module_level=True, top=True)
     facts = CodeFacts(units=reader.units, words=reader.outside.words, extras=reader.extras,

@@ -12,6 +12,7 @@ one folder `.llmdoctor.yaml` is preferred over pyproject.toml (a pyproject.toml 
     severity = { LLM002 = "info" }
     max-file-size = 2000000                # bytes
     respect-gitignore = true
+    every-context = false                  # true: report in every execution context (library authors)
 
 Globs and folders are relative to the folder holding the config file. An invalid file exits 2 naming the
 file and the key.
@@ -30,7 +31,7 @@ from llmdoctor.scan.settings import DEFAULT_MAX_FILE_SIZE, MAX_FILE_SIZE_LIMIT, 
 
 MAX_CONFIG_BYTES = 10 * 2**20  # a pyproject.toml or .llmdoctor.yaml is a few KB
 KEYS = ("select", "ignore", "exclude", "per-file-ignores", "rules-dir", "severity", "max-file-size",
-        "respect-gitignore")
+        "respect-gitignore", "every-context")
 
 
 def find_config(start: str | os.PathLike) -> Path | None:
@@ -162,6 +163,11 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         gitignore = values["respect-gitignore"][0]
         if not isinstance(gitignore, bool):
             raise fail("respect-gitignore", "must be true or false")
+    every_context = False
+    if "every-context" in values:
+        every_context = values["every-context"][0]
+        if not isinstance(every_context, bool):
+            raise fail("every-context", "must be true or false")
 
     rules_dirs = tuple(str((base / d).resolve()) for d in str_list("rules-dir"))
     for folder in rules_dirs:
@@ -170,5 +176,6 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
     return ScanConfig(
         root=str(base), select=rule_ids("select"), ignore=rule_ids("ignore"),
         per_file_ignores=tuple(per_file), severity=tuple(severity), exclude=str_list("exclude"),
-        rules_dirs=rules_dirs, max_file_size=max_size, respect_gitignore=gitignore, source=str(path),
+        rules_dirs=rules_dirs, max_file_size=max_size, respect_gitignore=gitignore, every_context=every_context,
+        source=str(path),
     )

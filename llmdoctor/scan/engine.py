@@ -1,7 +1,11 @@
-"""Analyse one file: read once, decode (PEP 263), pre-filter, parse once, one batched visit for all rules.
+"""Analyse one file: read once, decode (PEP 263), index with CPython's `ast` for the project model, pre-filter,
+parse once with libcst, one batched visit for all rules.
 
-`analyze_source` / `analyze_file` are pure functions of their arguments (no global state, no cwd lookups)
-and return a picklable `FileResult`, so a process pool or an on-disk cache can wrap them unchanged.
+`analyze_module` is a pure function of its arguments (no global state, no cwd lookups) and returns a picklable
+`FileResult` (the module's index and the rules' candidate findings), so a process pool or an on-disk cache
+can wrap it unchanged. Whether a candidate is reported depends on the rest of the program: the project model
+(llmdoctor/scan/project/) links every module's index and decides (`link_results`). `analyze_source` runs
+both for one file alone (a program of one module).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass, field
 
 from llmdoctor.report.model import Finding, InputError
 from llmdoctor.scan.catalog import Catalog
-from llmdoctor.scan.codefacts import read_code
+from llmdoctor.scan.codefacts import parse_python, read_code
 from llmdoctor.scan.decoding import SourceError, decode_source
 from llmdoctor.scan.parseguard import refusal
 from llmdoctor.scan.prefilter import python_parse_problem
@@ -23,36 +27,68 @@ from llmdoctor.scan.suppressions import ALL, file_ignores, parse_suppressions
 
 # method names whose second positional argument is a callable run in a worker thread
 OFFLOAD_METHODS = frozenset({"run_in_executor"})
+FUNCTION_KEY = "_function"  # a candidate's extra: the project model's key of the function holding it
 
 
 @dataclass
 class FileResult:
     path: str
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # candidates until linked, then what is reported
     errors: list[InputError] = field(default_factory=list)
     parsed: bool = False  # False when the pre-filter (or an ignore-file comment) made parsing unnecessary
     prefiltered: bool = False  # True when no enabled rule could fire on this text: not parsed
     suppressed: int = 0  # findings silenced by noqa / ignore comments
+    index: object | None = None  # the module's ModuleIndex (None: CPython's `ast` cannot read it)
+    checked: bool = True  # False: indexed only (a project file outside the scanned paths)
 
 
 def analyze_file(path: str, catalog: Catalog, config: ScanConfig) -> FileResult:
+    """One file on disk as a whole program (see `analyze_source`)."""
+    from llmdoctor.scan.project.link import link_results
+
+    return link_results([analyze_path(path, catalog, config)], catalog, config, root=None)[0]
+
+
+def analyze_path(path: str, catalog: Catalog, config: ScanConfig, *, rules: bool = True) -> FileResult:
+    """`analyze_module` of the file at `path`."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as err:
-        return FileResult(path, errors=[InputError(path, f"cannot read: {err.strerror or err}")])
-    return analyze_source(path, data, catalog, config)
+        return FileResult(path, errors=[InputError(path, f"cannot read: {err.strerror or err}")] if rules else [],
+                          checked=rules)
+    return analyze_module(path, data, catalog, config, rules=rules)
 
 
-def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
+def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig) -> FileResult:
+    """One file as a whole program: its candidates decided by a project model of this module alone."""
+    from llmdoctor.scan.project.link import link_results
+
+    result = analyze_module(path, data, catalog, config)
+    return link_results([result], catalog, config, root=None)[0]
+
+
+def analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig, *, rules: bool = True,
                    isolate: Callable[[], FileResult] | None = None) -> FileResult:
-    """`isolate`: run this whole analysis in a process of its own, for a file CPython rejects (no tree tells
-    parseguard what libcst would make of it: a crash there must not end the caller's process)."""
-    result = FileResult(path)
+    """The module's index and, with `rules`, the candidate findings of every enabled rule. `isolate`: run
+    the libcst part in a process of its own, for a file CPython rejects (no tree tells parseguard what
+    libcst would make of it: a crash there must not end the caller's process)."""
+    result = FileResult(path, checked=rules)
     try:
         source = decode_source(data)
     except SourceError as err:
-        result.errors.append(InputError(path, err.reason, err.line))
+        if rules:
+            result.errors.append(InputError(path, err.reason, err.line))
+        return result
+    tree = parse_python(source)
+    if tree is not None:
+        from llmdoctor.scan.project.index import index_module
+
+        try:
+            result.index = index_module(source, tree)
+        except RecursionError:
+            result.index = None  # a pathological nesting: the module stays out of the project model
+    if not rules:
         return result
 
     from llmdoctor.scan.rules import rule_classes
@@ -69,14 +105,17 @@ def analyze_source(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
         if cls.may_fire(spec, catalog, source):
             active.append((cls, spec))
     python_problem = facts = None
-    if active:  # second stage: the same pre-filters on what the code spells out (no comments or strings)
-        facts = read_code(source)
+    if tree is None:  # CPython cannot read it: say why, in its words (libcst is never handed such a file)
+        python_problem = python_parse_problem(source)
+        if isinstance(python_problem, SyntaxError) and not _too_deep(python_problem):
+            result.errors.append(InputError(path, f"syntax error: {python_problem.msg}", python_problem.lineno))
+            return result
+    elif active:  # second stage: the same pre-filters on what the code spells out (no comments or strings)
+        facts = read_code(source, tree)
         if facts is not None:
             code = facts.code_text()
             active = [(cls, spec) for cls, spec in active if cls.may_fire(spec, catalog, code)]
-        else:
-            python_problem = python_parse_problem(source)
-    if not active:
+    if not active and not _too_deep(python_problem):
         result.prefiltered = True
         return result
     if _too_deep(python_problem):
@@ -208,7 +247,7 @@ def _positioned(path, module, parsed, source, pending, config: ScanConfig) -> tu
             rule=item.rule, severity=config.severity_for(item.rule, item.severity), path=path,
             line=where.start_line, column=where.start_column + 1,
             end_line=where.end_line, end_column=where.end_column + 1,
-            message=item.message, fix=item.fix, extra=dict(item.extra),
+            message=item.message, fix=item.fix, extra={**item.extra, FUNCTION_KEY: item.function},
         )
         key = (finding.rule, finding.line, finding.column, finding.message)
         if key not in seen:

@@ -23,7 +23,7 @@ from pathlib import Path
 from llmdoctor.machine import available_cpus
 from llmdoctor.report.model import InputError
 from llmdoctor.scan.catalog import Catalog
-from llmdoctor.scan.engine import FileResult, analyze_source
+from llmdoctor.scan.engine import FileResult, analyze_module
 from llmdoctor.scan.settings import ScanConfig
 
 MIN_FILES_PER_WORKER = 8  # below jobs * this many files to analyse, a pool costs more than it saves
@@ -37,9 +37,11 @@ _busy = None  # shared array: per worker slot, 1 + the index of the file it is a
 _slot = -1
 
 
-def analyze_with_stamp(path: str, catalog: Catalog, config: ScanConfig, *, isolate: bool = False):
-    """`analyze_file` that also returns the stamp (stat + sha256) of the exact bytes it analysed. With
-    `isolate`, a file CPython rejects is analysed in a child process (libcst may crash on it)."""
+def analyze_with_stamp(path: str, catalog: Catalog, config: ScanConfig, *, isolate: bool = False,
+                       rules: bool = True):
+    """`analyze_module` of the file at `path` (`rules`: the rules' candidates too, not only the index), with
+    the stamp (stat + sha256) of the exact bytes it analysed. With `isolate`, a file CPython rejects is
+    analysed in a child process (libcst may crash on it)."""
     from llmdoctor.scan.cache import stamp_of
 
     try:
@@ -47,9 +49,10 @@ def analyze_with_stamp(path: str, catalog: Catalog, config: ScanConfig, *, isola
             stat = os.fstat(handle.fileno())
             data = handle.read()
     except OSError as err:
-        return FileResult(path, errors=[InputError(path, f"cannot read: {err.strerror or err}")]), None
+        errors = [InputError(path, f"cannot read: {err.strerror or err}")] if rules else []
+        return FileResult(path, errors=errors, checked=rules), None
     elsewhere = (lambda: isolated([(path, data)], catalog, config)[0][0]) if isolate and _can_fork() else None
-    return analyze_source(path, data, catalog, config, isolate=elsewhere), stamp_of(stat, data)
+    return analyze_module(path, data, catalog, config, rules=rules, isolate=elsewhere), stamp_of(stat, data)
 
 
 def _init_worker(catalog: Catalog, config: ScanConfig, busy, counter) -> None:
@@ -61,13 +64,13 @@ def _init_worker(catalog: Catalog, config: ScanConfig, busy, counter) -> None:
         counter.value += 1
 
 
-def _worker_analyze(item: tuple[int, str]):
+def _worker_analyze(item: tuple[int, str, bool]):
     assert _worker_state is not None
-    index, path = item
+    index, path, rules = item
     if _busy is not None and 0 <= _slot < len(_busy):
         _busy[_slot] = index + 1
     try:
-        return analyze_with_stamp(path, *_worker_state)
+        return analyze_with_stamp(path, *_worker_state, rules=rules)
     finally:
         if _busy is not None and 0 <= _slot < len(_busy):
             _busy[_slot] = 0
@@ -102,15 +105,20 @@ def _context():
     return multiprocessing.get_context()
 
 
-def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: int) -> Iterator[tuple]:
-    """(FileResult, stamp) for each of `files`, in order; a process pool when it pays off.
+def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: int,
+                 checked: set[str] | None = None) -> Iterator[tuple]:
+    """(FileResult, stamp) for each of `files`, in order; a process pool when it pays off. Files outside
+    `checked` (None: all are) are only indexed for the project model.
 
     A worker that dies (a crash in libcst's native parser, the OOM killer) costs no other file its result:
     the files it and its siblings were analysing are re-run one per process, so the one that kills its
     process is an input error naming the signal, and the rest go to a fresh pool."""
+    def rules(path: str) -> bool:
+        return checked is None or path in checked
+
     if jobs <= 1 or len(files) < jobs * MIN_FILES_PER_WORKER:
         for path in files:
-            yield analyze_with_stamp(path, catalog, config, isolate=True)
+            yield analyze_with_stamp(path, catalog, config, isolate=True, rules=rules(path))
         return
     done: dict[int, tuple] = {}
     following = 0
@@ -121,18 +129,18 @@ def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: i
     while pending:
         if len(pending) < jobs * MIN_FILES_PER_WORKER or fruitless >= 2:
             # few left, or workers died twice while analysing nothing: one process per file
-            for index, result in zip(pending, isolated([(files[i], None) for i in pending], catalog, config,
-                                                       jobs=jobs)):
+            for index, result in zip(pending, isolated([(files[i], None, rules(files[i])) for i in pending],
+                                                       catalog, config, jobs=jobs)):
                 done[index] = result
             pending = []
         else:
-            suspects = _run_pool(pending, files, catalog, config, jobs, done)
+            suspects = _run_pool(pending, files, catalog, config, jobs, done, rules)
             remaining = [index for index in pending if index not in done]
             if suspects:
                 fruitless = 0
                 suspects = [index for index in remaining if index in suspects]
-                for index, result in zip(suspects, isolated([(files[i], None) for i in suspects], catalog,
-                                                            config, jobs=jobs)):
+                for index, result in zip(suspects, isolated([(files[i], None, rules(files[i])) for i in suspects],
+                                                            catalog, config, jobs=jobs)):
                     done[index] = result
                 remaining = [index for index in remaining if index not in done]
             elif remaining:
@@ -147,7 +155,7 @@ def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: i
 
 
 def _run_pool(pending: list[int], files: list[str], catalog: Catalog, config: ScanConfig, jobs: int,
-              done: dict[int, tuple]) -> set[int]:
+              done: dict[int, tuple], rules) -> set[int]:
     """Analyse `pending` (indices into `files`) in a pool, filling `done`; the indices that were being
     analysed when a worker died (empty when none died)."""
     from concurrent.futures import ProcessPoolExecutor
@@ -160,7 +168,7 @@ def _run_pool(pending: list[int], files: list[str], catalog: Catalog, config: Sc
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
                                initargs=(catalog, config, busy, counter))
     try:
-        results = pool.map(_worker_analyze, [(index, files[index]) for index in pending],
+        results = pool.map(_worker_analyze, [(index, files[index], rules(files[index])) for index in pending],
                            chunksize=_chunksize(len(pending), jobs))
         for index, result in zip(pending, results):
             done[index] = result
@@ -174,22 +182,22 @@ def _run_pool(pending: list[int], files: list[str], catalog: Catalog, config: Sc
 # ----------------------------------------------------------------------------- one process per file
 
 
-def isolated(items: list[tuple[str, bytes | None]], catalog: Catalog, config: ScanConfig,
-             jobs: int = 1) -> list[tuple]:
-    """(FileResult, stamp) of each (path, bytes or None to read them) analysed in a child process of its
-    own, `jobs` at a time: a file that kills its process is an InputError naming the signal. Without fork
-    (not Linux), analysed here."""
+def isolated(items: list[tuple], catalog: Catalog, config: ScanConfig, jobs: int = 1) -> list[tuple]:
+    """(FileResult, stamp) of each (path, bytes or None to read them[, rules]) analysed in a child process
+    of its own, `jobs` at a time: a file that kills its process is an InputError naming the signal. Without
+    fork (not Linux), analysed here."""
+    items = [(item[0], item[1], item[2] if len(item) > 2 else True) for item in items]
     if not _can_fork():
-        return [_analyze_item(path, data, catalog, config) for path, data in items]
+        return [_analyze_item(path, data, catalog, config, rules) for path, data, rules in items]
     context = _context()
     out: list[tuple | None] = [None] * len(items)
     running: list[tuple[int, object, object]] = []
     position = 0
     while position < len(items) or running:
         while position < len(items) and len(running) < max(1, jobs):
-            path, data = items[position]
+            path, data, rules = items[position]
             receiver, sender = context.Pipe(duplex=False)
-            child = context.Process(target=_child, args=(sender, path, data, catalog, config), daemon=True)
+            child = context.Process(target=_child, args=(sender, path, data, catalog, config, rules), daemon=True)
             child.start()
             sender.close()
             running.append((position, child, receiver))
@@ -203,19 +211,19 @@ def isolated(items: list[tuple[str, bytes | None]], catalog: Catalog, config: Sc
             receiver.close()
         child.join()
         path = items[slot][0]
-        out[slot] = found if found is not None else (_crashed(path, child.exitcode), None)
+        out[slot] = found if found is not None else (_crashed(path, child.exitcode, items[slot][2]), None)
     return out  # type: ignore[return-value]
 
 
-def _analyze_item(path: str, data: bytes | None, catalog: Catalog, config: ScanConfig) -> tuple:
+def _analyze_item(path: str, data: bytes | None, catalog: Catalog, config: ScanConfig, rules: bool = True) -> tuple:
     if data is None:
-        return analyze_with_stamp(path, catalog, config)
-    return analyze_source(path, data, catalog, config), None
+        return analyze_with_stamp(path, catalog, config, rules=rules)
+    return analyze_module(path, data, catalog, config, rules=rules), None
 
 
-def _child(sender, path: str, data: bytes | None, catalog: Catalog, config: ScanConfig) -> None:
+def _child(sender, path: str, data: bytes | None, catalog: Catalog, config: ScanConfig, rules: bool = True) -> None:
     try:
-        found = _analyze_item(path, data, catalog, config)
+        found = _analyze_item(path, data, catalog, config, rules)
     except BaseException as err:  # noqa: BLE001 - reported as this file's error, never a traceback
         found = (FileResult(path, errors=[InputError(
             path, f"internal error while analysing this file ({type(err).__name__}: {err}); please report it")]),
@@ -226,7 +234,7 @@ def _child(sender, path: str, data: bytes | None, catalog: Catalog, config: Scan
         sender.close()
 
 
-def _crashed(path: str, exitcode: int | None) -> FileResult:
+def _crashed(path: str, exitcode: int | None, checked: bool = True) -> FileResult:
     import signal
 
     if exitcode is not None and exitcode < 0:
@@ -239,7 +247,7 @@ def _crashed(path: str, exitcode: int | None) -> FileResult:
         how = f"{name}{hint}"
     else:
         how = f"exit status {exitcode}"
-    return FileResult(path, errors=[InputError(
+    return FileResult(path, checked=checked, errors=[InputError(
         path, f"the process analysing this file died ({how}); the file was not checked, the others were")])
 
 
@@ -256,9 +264,10 @@ class ScanExecutor:
         self.cache = None  # the ScanCache of the last run, for its stats and notice
         self.notices: list[str] = []
 
-    def __call__(self, files: list[str], catalog: Catalog, config: ScanConfig) -> Iterable[FileResult]:
+    def __call__(self, files: list[str], catalog: Catalog, config: ScanConfig,
+                 checked: set[str] | None = None) -> Iterable[FileResult]:
         if not self.use_cache:
-            for result, _ in analyze_many(files, catalog, config, self.jobs):
+            for result, _ in analyze_many(files, catalog, config, self.jobs, checked):
                 yield result
             return
         from llmdoctor.scan.cache import ENV_VAR, ScanCache, default_cache_dir, run_key, running_in_ci
@@ -274,17 +283,17 @@ class ScanExecutor:
                                 f"workflow restored, name it with --cache-dir or {ENV_VAR})")
         if not cache.usable:
             self.notices.append(cache.notice or f"cache not used: {directory}")
-            for result, _ in analyze_many(files, catalog, config, self.jobs):
+            for result, _ in analyze_many(files, catalog, config, self.jobs, checked):
                 yield result
             return
         misses = []
         for path in files:
-            hit = cache.lookup(path)
+            hit = cache.lookup(path, checked is None or path in checked)
             if hit is None:
                 misses.append(path)
             else:
                 yield hit
-        for result, stamp in analyze_many(misses, catalog, config, self.jobs):
+        for result, stamp in analyze_many(misses, catalog, config, self.jobs, checked):
             cache.store(result.path, stamp, result)
             yield result
         cache.save()

@@ -35,6 +35,7 @@ class PendingFinding:
     severity: str
     fix: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    function: str = ""  # the project model's key of the function holding the finding ("" module level)
 
 
 def frame_of(frames: list, scope: Scope | None):
@@ -142,12 +143,15 @@ class Rule:
         return self.catalog.table(name)
 
     def report(self, node: cst.CSTNode, message: str, *, severity: str | None = None,
-               fix: str | None = None, statement: cst.CSTNode | None = None, **extra: Any) -> None:
-        """Record a finding on `node`. `statement`: the statement holding it when reporting later than
-        its visit (e.g. from a leave_FunctionDef); by default the statement being visited."""
+               fix: str | None = None, statement: cst.CSTNode | None = None, function: str | None = None,
+               **extra: Any) -> None:
+        """Record a finding on `node`. `statement` / `function`: the statement and the function (its project
+        model key) holding it when reporting later than its visit (e.g. from a leave_FunctionDef); by default
+        the ones being visited."""
         self._sink.append(PendingFinding(
             rule=self.code, node=node, statement=statement or self.context.statement, message=message,
             severity=severity or self.spec.severity, fix=fix, extra=extra,
+            function=self.context.function_key if function is None else function,
         ))
 
 

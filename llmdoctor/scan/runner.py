@@ -1,7 +1,11 @@
-"""`run_scan`: settings -> catalog -> discovery -> analyze every file -> one sorted Report.
+"""`run_scan`: settings -> catalog -> discovery -> analyze every file -> link the project -> one sorted Report.
 
-The analysis step is a plain function of (files, catalog, config) yielding FileResults; the default is
-serial. A parallel or cached runner passes its own `analyze` (same contract) without touching the rest.
+The project is every Python file under the root of the scanned paths (the nearest folder holding
+pyproject.toml, setup.cfg, setup.py or .git), also when pre-commit passes three files: the files outside
+the scanned paths are only indexed, so the model knows who calls what; only the scanned files are reported.
+
+The analysis step is a plain function of (files, catalog, config, checked) yielding FileResults; the default
+is serial. A parallel or cached runner passes its own `analyze` (same contract) without touching the rest.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from llmdoctor.report.model import Report, display_path
 from llmdoctor.scan.catalog import Catalog, did_you_mean, load_catalog
 from llmdoctor.scan.config import find_config, load_config
 from llmdoctor.scan.discovery import discover
-from llmdoctor.scan.engine import FileResult, analyze_file
+from llmdoctor.scan.engine import FileResult, analyze_path
 from llmdoctor.scan.settings import ScanConfig
 
-Analyze = Callable[[list[str], Catalog, ScanConfig], Iterable[FileResult]]
+Analyze = Callable[[list[str], Catalog, ScanConfig, "set[str] | None"], Iterable[FileResult]]
+MAX_PROJECT_FILES = 20_000  # beyond this many files under the root, the model holds the scanned files only
 
 
 @dataclass
@@ -36,12 +41,14 @@ class ScanOptions:
     isolated: bool = False  # ignore every config file
     respect_gitignore: bool | None = None
     max_file_size: int | None = None
+    every_context: bool = False
     cwd: str | None = None
 
 
-def analyze_serial(files: list[str], catalog: Catalog, config: ScanConfig) -> Iterable[FileResult]:
+def analyze_serial(files: list[str], catalog: Catalog, config: ScanConfig,
+                   checked: set[str] | None = None) -> Iterable[FileResult]:
     for path in files:
-        yield analyze_file(path, catalog, config)
+        yield analyze_path(path, catalog, config, rules=checked is None or path in checked)
 
 
 @dataclass
@@ -50,6 +57,7 @@ class ScanPlan:
     catalog: Catalog
     files: list[str]
     report: Report  # holds discovery errors and notices; results are added to it
+    projects: list[tuple[str | None, list[str]]] = dataclasses.field(default_factory=list)  # (root, files)
 
 
 def prepare_scan(paths: list[str], options: ScanOptions) -> ScanPlan:
@@ -70,7 +78,33 @@ def prepare_scan(paths: list[str], options: ScanOptions) -> ScanPlan:
                               "(exclude, .gitignore, skipped folders such as build/ or .venv/)")
     report.rules = [spec.info() for rule_id, spec in sorted(catalog.rules.items())
                     if config.rule_enabled(rule_id, "")]
-    return ScanPlan(config=config, catalog=catalog, files=found.files, report=report)
+    plan = ScanPlan(config=config, catalog=catalog, files=found.files, report=report)
+    plan.projects = _projects(found.files, config, report)
+    return plan
+
+
+def _projects(files: list[str], config: ScanConfig, report: Report) -> list[tuple[str | None, list[str]]]:
+    """The projects the scanned files belong to: (root, every Python file of it), or (None, the scanned
+    files) for files outside any project."""
+    from llmdoctor.scan.project.layout import project_root
+
+    roots: dict[str | None, list[str]] = {}
+    for path in files:
+        roots.setdefault(project_root(path), []).append(path)
+    out = []
+    for root, scanned in roots.items():
+        if root is None:
+            out.append((None, scanned))
+            continue
+        found = discover([root], root=config.root or root, exclude=config.exclude,
+                         respect_gitignore=config.respect_gitignore, max_file_size=config.max_file_size)
+        every = sorted(set(found.files) | set(scanned))
+        if len(every) > MAX_PROJECT_FILES:
+            report.notices.append(f"{root}: {len(found.files)} Python files under the project root; the project "
+                                  f"model holds only the {len(scanned)} scanned ones (over {MAX_PROJECT_FILES})")
+            every = scanned
+        out.append((root, every))
+    return out
 
 
 def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Analyze | None = None,
@@ -81,16 +115,28 @@ def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Anal
     cwd = Path(options.cwd or os.getcwd())
     report = plan.report
     parsed = prefiltered = suppressed = 0
-    total = len(plan.files)
-    for done, result in enumerate((analyze or analyze_serial)(plan.files, plan.catalog, plan.config), 1):
+    checked = set(plan.files)
+    every = sorted({path for _, files in plan.projects for path in files})
+    results: dict[str, FileResult] = {}
+    for done, result in enumerate((analyze or analyze_serial)(every, plan.catalog, plan.config, checked), 1):
+        results[result.path] = result
         if progress is not None:
-            progress(done, total)
-        shown = display_path(result.path, cwd)
-        report.findings.extend(dataclasses.replace(f, path=shown) for f in result.findings)
-        report.errors.extend(dataclasses.replace(e, path=shown) for e in result.errors)
-        parsed += result.parsed
-        prefiltered += result.prefiltered
-        suppressed += result.suppressed
+            progress(done, len(every))
+
+    def show(path: str) -> str:
+        return display_path(path, cwd)
+
+    from llmdoctor.scan.project.link import link_results
+
+    for root, files in plan.projects:
+        for result in link_results([results[p] for p in files if p in results], plan.catalog, plan.config,
+                                   root, show=show):
+            shown = show(result.path)
+            report.findings.extend(dataclasses.replace(f, path=shown) for f in result.findings)
+            report.errors.extend(dataclasses.replace(e, path=shown) for e in result.errors)
+            parsed += result.parsed
+            prefiltered += result.prefiltered
+            suppressed += result.suppressed
     report.files_checked = len(plan.files)
     report.summary_extra = {"parsed": parsed, "prefiltered": prefiltered, "suppressed": suppressed}
     return report.sorted()
@@ -123,6 +169,8 @@ def _settings(paths: list[str], options: ScanOptions, cwd: str) -> ScanConfig:
         changes["respect_gitignore"] = options.respect_gitignore
     if options.max_file_size is not None:
         changes["max_file_size"] = options.max_file_size
+    if options.every_context:
+        changes["every_context"] = True
     return dataclasses.replace(config, **changes) if changes else config
 
 

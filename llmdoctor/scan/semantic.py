@@ -26,6 +26,7 @@ import libcst as cst
 from llmdoctor.scan.fastwalk import children
 
 BUILTIN_NAMES = frozenset(dir(builtins))
+LAMBDA_KEY = "<lambda>"  # the project model's key for code in a lambda outside any def
 
 # Binding kinds
 IMPORT = "import"  # value: qualified name of the module/object
@@ -38,6 +39,7 @@ SELF = "self"  # the first parameter of a method; value unused (scope.owner_clas
 class Binding:
     kind: str
     value: str | None = None
+    call: cst.Call | None = field(default=None, compare=False)  # INSTANCE: the constructor call, when seen
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Scope:
     owner_class: Scope | None = None  # methods: the class scope they are defined in
     header_ids: frozenset[int] = frozenset()  # decorators, defaults, annotations: run in the outer scope
     global_names: set[str] = field(default_factory=set)  # functions: names declared `global` / `nonlocal`
+    key: str = ""  # def/class scopes: the project model's key (`Service.run`, `outer.inner`, `f#2`)
 
     @property
     def is_function(self) -> bool:
@@ -123,6 +126,7 @@ class SemanticModel:
         self._offloaded: set[int] = set()
         self._offload_calls = offload_calls  # a catalog Table
         self._offload_methods = offload_methods  # method names whose 2nd positional arg is a callable
+        self._keys_seen: dict[str, int] = {}
 
     # ------------------------------------------------------------------ queries for rules
 
@@ -200,6 +204,26 @@ class SemanticModel:
         kind, value = self._resolve(expr)
         return value if kind == INSTANCE else None
 
+    @property
+    def function_key(self) -> str:
+        """The project model's key of the innermost def (a lambda belongs to its def); "" at module level,
+        "<lambda>" in a lambda outside any def (it runs when called, not at import)."""
+        in_lambda = False
+        for scope in reversed(self.scopes):
+            if scope.kind == "function":
+                return scope.key
+            in_lambda = in_lambda or scope.kind == "lambda"
+        return LAMBDA_KEY if in_lambda else ""
+
+    def _new_key(self, name: str) -> str:
+        """`parent.name` for the innermost def or class around, `#2`, `#3` for a name defined again there
+        (the keys llmdoctor/scan/project/index.py gives the same definitions)."""
+        parent = next((s.key for s in reversed(self.scopes) if s.kind in ("function", "class")), "")
+        key = f"{parent}.{name}" if parent else name
+        count = self._keys_seen.get(key, 0) + 1
+        self._keys_seen[key] = count
+        return key if count == 1 else f"{key}#{count}"
+
     def decorator_names(self, scope: Scope | None = None) -> list[str]:
         return list((scope or self.scope).decorators)
 
@@ -248,7 +272,7 @@ class SemanticModel:
             if isinstance(value, cst.Call):
                 callee = self.qualified_name(value.func)
                 if callee is not None:
-                    return Binding(INSTANCE, callee)
+                    return Binding(INSTANCE, callee, call=value)
             elif isinstance(value, (cst.Name, cst.Attribute)):
                 kind, resolved = self._resolve(value)
                 if kind in (IMPORT, INSTANCE):
@@ -339,7 +363,8 @@ class SemanticModel:
         self.bind(node.name.value, Binding(LOCAL))
         scope = Scope("function", node, name=node.name.value, is_async=node.asynchronous is not None,
                       decorators=[d for d in decorators if d], decorator_nodes=list(node.decorators),
-                      header_ids=_header_ids([*node.decorators, *_param_headers(node.params)]))
+                      header_ids=_header_ids([*node.decorators, *_param_headers(node.params)]),
+                      key=self._new_key(node.name.value))
         params = node.params
         positional = [*params.posonly_params, *params.params]
         is_static = any(d in ("staticmethod", "builtins.staticmethod") for d in scope.decorators)
@@ -373,7 +398,8 @@ class SemanticModel:
     def enter_class(self, node: cst.ClassDef) -> None:
         self.bind(node.name.value, Binding(LOCAL))
         scope = Scope("class", node, name=node.name.value,
-                      decorators=[d for d in (self._decorator_name(x) for x in node.decorators) if d])
+                      decorators=[d for d in (self._decorator_name(x) for x in node.decorators) if d],
+                      key=self._new_key(node.name.value))
         self.scopes.append(scope)
         for statement in node.body.body:  # class-level annotations/assignments type `self.<attr>`
             if isinstance(statement, cst.SimpleStatementLine):

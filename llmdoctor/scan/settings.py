@@ -24,6 +24,7 @@ class ScanConfig:
     rules_dirs: tuple[str, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     respect_gitignore: bool = True
+    every_context: bool = False  # report candidates in every execution context (ignore the rules' `contexts:`)
     source: str | None = None  # the config file these settings came from, if any
 
     def relative(self, path: str) -> str:

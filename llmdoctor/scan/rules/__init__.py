@@ -9,12 +9,12 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from llmdoctor.scan.rule import Rule
-
 
 @lru_cache(maxsize=1)
-def rule_classes() -> dict[str, type[Rule]]:
-    """Every implemented rule, by id (imported once per process)."""
+def rule_classes() -> dict:
+    """Every implemented libcst rule, by id (imported once per process)."""
+    from llmdoctor.scan.rule import Rule
+
     found: dict[str, type[Rule]] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         if not info.name.startswith("llm"):
@@ -25,3 +25,10 @@ def rule_classes() -> dict[str, type[Rule]]:
                     and value.__module__ == module.__name__:
                 found[value.code] = value
     return found
+
+
+def implemented_rules() -> dict:
+    """Every implemented rule by id: the libcst rules here and the project-model rules (llmdoctor/scan/project/)."""
+    from llmdoctor.scan.project.rules import project_rules
+
+    return {**rule_classes(), **project_rules()}

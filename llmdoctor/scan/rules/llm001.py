@@ -1,4 +1,9 @@
-"""LLM001: a text-generation call that does not stream (knowledge: rules/sdk-*.yaml, see docs/sdk-knowledge.md)."""
+"""LLM001: a text-generation call that does not stream (knowledge: rules/sdk-*.yaml, see docs/sdk-knowledge.md).
+
+Where someone waits for the answer is the project model's context (the YAML's `contexts:`). One call is a bug
+in every context: a non-streaming anthropic `messages.create` the SDK refuses to send because it expects it
+to run over 10 minutes (`nonstreaming_refusal:` in rules/sdk-anthropic.yaml).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,10 @@ UNKNOWN = object()  # a keyword value that is not a literal
 
 class NonStreamingGeneration(Rule):
     code = "LLM001"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._tests_stream: dict[int, bool] = {}  # id(def) -> its code branches on a stream flag
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
@@ -29,8 +38,17 @@ class NonStreamingGeneration(Rule):
         method = resolve_method(knowledge, self.context.callee_name(node), node)
         if method is None or method.kind != "generation":
             return
-        if _streams_or_unknowable(node, method) or _exempt(node, method.exempt):
+        if _streams_or_unknowable(node, method):
             return
+        refused = self._refusal(node, method)
+        if refused is not None:
+            self.report(node, refused[0], severity="error", fix=refused[1], everywhere=True,
+                        call=f"{method.receiver.name}.{method.path}", sdk=method.receiver.table)
+            return
+        if _exempt(node, method.exempt):
+            return
+        if _literal_keyword(node, method.stream_kwarg) is False and self._branches_on_stream():
+            return  # `if stream: ... else: create(..., stream=False)`: chosen, not forgotten
         if _result_discarded(node, self.context.statement):
             return  # a probe (health check, key validation): nobody waits for the tokens
         shown = ".".join(attribute_chain(node.func) or [method.path])
@@ -47,6 +65,94 @@ class NonStreamingGeneration(Rule):
             call=f"{method.receiver.name}.{method.path}",
             sdk=method.receiver.table,
         )
+
+
+    def _branches_on_stream(self) -> bool:
+        function = self.context.function
+        if function is None:
+            return False
+        found = self._tests_stream.get(id(function.node))
+        if found is None:
+            found = self._tests_stream[id(function.node)] = _tests_stream(function.node)
+        return found
+
+    def _refusal(self, node: cst.Call, method: Method) -> tuple[str, str] | None:
+        """(message, fix) when the SDK refuses this non-streaming call before sending it."""
+        refusal = (self.catalog.knowledge.get(method.receiver.table) or {}).get("nonstreaming_refusal")
+        if not isinstance(refusal, dict) or method.path not in (refusal.get("methods") or ()):
+            return None
+        timeout = refusal.get("timeout_keyword", "timeout")
+        if any(arg.star == "**" or (arg.keyword is not None and arg.keyword.value == timeout) for arg in node.args):
+            return None
+        if self._client_sets(node.func, timeout):
+            return None
+        max_tokens = _literal_keyword(node, refusal.get("max_tokens_keyword", "max_tokens"))
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
+            return None
+        model = _literal_keyword(node, "model")
+        limit = (refusal.get("model_limits") or {}).get(model) if isinstance(model, str) else None
+        expected = refusal["maximum_seconds"] * max_tokens / refusal["per_tokens"]
+        shown = ".".join(attribute_chain(node.func) or [method.path])
+        if expected > refusal["default_seconds"]:
+            why = (f"{refusal['maximum_seconds']} s x {max_tokens:,} / {refusal['per_tokens']:,} = {expected:,.0f} s "
+                   f"expected, over its {refusal['default_seconds']} s limit")
+        elif limit is not None and max_tokens > limit:
+            why = f"max_tokens {max_tokens:,} is over its non-streaming limit of {limit:,} for {model}"
+        else:
+            return None
+        owner = shown[: -len(method.path)] if shown.endswith(method.path) else "client."
+        sdk = method.receiver.name.split(".")[0]
+        message = (f"`{shown}()` with max_tokens={max_tokens} and no stream: {sdk}'s SDK raises ValueError "
+                   f"(\"Streaming is required for operations that may take longer than 10 minutes\") before sending "
+                   f"it: {why}")
+        fix = (f"stream it: `with {owner}{method.stream_twin or 'messages.stream'}(...) as s: reply = "
+               "s.get_final_message()`; or pass an explicit `timeout=` if waiting that long is intended")
+        return message, fix
+
+    def _client_sets(self, func: cst.BaseExpression, keyword: str) -> bool:
+        """Whether the client this call goes through was built with `keyword=` (as far as it can be seen)."""
+        expr = func
+        while isinstance(expr, cst.Attribute):
+            expr = expr.value
+        call = expr if isinstance(expr, cst.Call) else None
+        if isinstance(expr, cst.Name):
+            binding = self.context.lookup(expr.value)
+            call = binding.call if binding is not None else None
+        return call is not None and any(arg.star == "**" or (arg.keyword is not None and arg.keyword.value == keyword)
+                                        for arg in call.args)
+
+
+def _tests_stream(function: cst.CSTNode) -> bool:
+    """Whether an `if` (or conditional expression) in `function` tests a stream flag (`stream`, `req.stream`,
+    `body.get("stream")`)."""
+    stack: list[cst.CSTNode] = [function]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.If, cst.IfExp)) and _mentions_stream(node.test):
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _mentions_stream(test: cst.BaseExpression) -> bool:
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and "stream" in node.value.lower():
+            return True
+        if isinstance(node, cst.Attribute) and "stream" in node.attr.value.lower():
+            return True
+        if isinstance(node, cst.SimpleString) and "stream" in node.value.lower():
+            return True  # `if body.get("stream"):`
+        stack.extend(node.children)
+    return False
+
+
+def _literal_keyword(node: cst.Call, name: str):
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return literal(arg.value)
+    return None
 
 
 def resolve_method(knowledge: SdkKnowledge, callee: str | None, node: cst.Call) -> Method | None:

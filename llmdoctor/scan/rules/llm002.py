@@ -1,7 +1,11 @@
-"""LLM002: a tokenizer built (or first looked up) inside a function that runs per call.
+"""LLM002: an uncached tokenizer built inside a function (`tiktoken.Encoding(...)`, `load_tiktoken_bpe`,
+`AutoTokenizer.from_pretrained`, ...). tiktoken's `get_encoding` / `encoding_for_model` cache: not findings.
 
-Decided when the function is left: a tokenizer the function hands out (returns, yields, stores on an
-attribute, in a subscript, a global or a container) makes it a factory, which is not reported.
+Decided when the function is left: a tokenizer stored somewhere that outlives the call (an attribute, a
+subscript, a global, a container, a storing method) is a cache, not reported; one that is returned makes
+the function a factory, per call exactly when the factory runs per call. Whether the function runs per
+request is the project model's context (the YAML's `contexts:`); in unknown code only a tokenizer built and
+dropped within the call (`dropped`) is reported.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from llmdoctor.scan.rule import Rule, frame_of
 from llmdoctor.scan.semantic import Scope
 
 CONSTRUCTORS = "tokenizer_constructors"
-LOOKUPS = "tokenizer_lookups"
 CARRYING_BUILTINS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict", "builtins.set",
                                "builtins.frozenset", "builtins.iter", "builtins.zip", "builtins.map"})
 
@@ -24,8 +27,8 @@ class _Candidate:
     call: cst.Call
     statement: cst.CSTNode | None
     callee: str
-    lookup: bool
     cost: str | None
+    function: str
     bound_to: str | None = None
 
 
@@ -33,8 +36,10 @@ class _Candidate:
 class _Frame:
     scope: Scope
     candidates: list[_Candidate] = field(default_factory=list)
-    escaped_names: set[str] = field(default_factory=set)
-    escaped_calls: set[int] = field(default_factory=set)
+    stored_names: set[str] = field(default_factory=set)  # kept beyond the call (a cache)
+    stored_calls: set[int] = field(default_factory=set)
+    returned_names: set[str] = field(default_factory=set)  # handed to the caller (a factory)
+    returned_calls: set[int] = field(default_factory=set)
 
 
 class TokenizerPerCall(Rule):
@@ -42,7 +47,7 @@ class TokenizerPerCall(Rule):
 
     @classmethod
     def prefilter_tables(cls, spec):
-        return [CONSTRUCTORS, LOOKUPS]
+        return [CONSTRUCTORS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -50,8 +55,6 @@ class TokenizerPerCall(Rule):
         self._open: list[int] = []  # candidate calls being visited (to skip nested ones)
         self._assigned_to: dict[int, str] = {}  # id(call) -> local name it is assigned to
         self._storing = self.table("storing_methods")
-        self._skip_functions = self.table("run_once_functions")
-        self._skip_decorators = [self.table("cache_decorators"), self.table("startup_decorators")]
 
     # -------------------------------------------------------------- function frames
 
@@ -64,7 +67,7 @@ class TokenizerPerCall(Rule):
     def visit_Lambda(self, node: cst.Lambda) -> None:
         frame = _Frame(self.context.scope)
         self._frames.append(frame)
-        self._escape(node.body, frame, top=True)
+        self._escape(node.body, frame, top=True, returned=True)
 
     def leave_Lambda(self, node: cst.Lambda) -> None:
         self._finish(self._frames.pop())
@@ -96,39 +99,42 @@ class TokenizerPerCall(Rule):
 
     def visit_Return(self, node: cst.Return) -> None:
         if self._frames and node.value is not None:
-            self._escape(node.value, self._frames[-1], top=True)
+            self._escape(node.value, self._frames[-1], top=True, returned=True)
 
     def visit_Yield(self, node: cst.Yield) -> None:
         if self._frames and isinstance(node.value, cst.BaseExpression):
-            self._escape(node.value, self._frames[-1], top=True)
+            self._escape(node.value, self._frames[-1], top=True, returned=True)
 
-    def _escape(self, expr: cst.CSTNode, frame: _Frame, top: bool) -> None:
-        """Mark the names and calls whose VALUE flows out through `expr` (not the ones only used in it)."""
+    def _escape(self, expr: cst.CSTNode, frame: _Frame, top: bool, returned: bool = False) -> None:
+        """Mark the names and calls whose VALUE flows out through `expr` (not the ones only used in it):
+        to the caller (`returned`) or into something that outlives the call."""
+        names = frame.returned_names if returned else frame.stored_names
+        calls = frame.returned_calls if returned else frame.stored_calls
         if isinstance(expr, cst.Name):
-            frame.escaped_names.add(expr.value)
+            names.add(expr.value)
         elif isinstance(expr, cst.Call):
-            frame.escaped_calls.add(id(expr))
+            calls.add(id(expr))
             callee = self.context.callee_name(expr) or ""
             if callee.startswith("builtins.") and callee not in CARRYING_BUILTINS:
                 return  # len(tok), str(tok), isinstance(tok, ...): the value does not flow out
             for arg in expr.args:  # a wrapper built around the tokenizer carries it out too
-                self._escape(arg.value, frame, top=False)
+                self._escape(arg.value, frame, top=False, returned=returned)
         elif isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
             for element in expr.elements:
-                self._escape(element.value, frame, top=False)
+                self._escape(element.value, frame, top=False, returned=returned)
         elif isinstance(expr, cst.Dict):
             for element in expr.elements:
                 if isinstance(element, cst.DictElement):
-                    self._escape(element.value, frame, top=False)
+                    self._escape(element.value, frame, top=False, returned=returned)
         elif isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
             parts = (expr.body, expr.orelse) if isinstance(expr, cst.IfExp) else (expr.left, expr.right)
             for part in parts:
-                self._escape(part, frame, top=False)
+                self._escape(part, frame, top=False, returned=returned)
         elif isinstance(expr, cst.Await):
-            self._escape(expr.expression, frame, top=False)
+            self._escape(expr.expression, frame, top=False, returned=returned)
         elif isinstance(expr, (cst.Attribute, cst.Subscript)):
             # Wrapper(enc._pat_str), self.__dict__ = enc.__dict__: state of the tokenizer flows out
-            self._escape(expr.value, frame, top=False)
+            self._escape(expr.value, frame, top=False, returned=returned)
 
     # -------------------------------------------------------------- candidates
 
@@ -145,18 +151,14 @@ class TokenizerPerCall(Rule):
         if callee is None:
             return
         entry = self.table(CONSTRUCTORS).match(callee)
-        lookup = False
-        if entry is None:
-            entry = self.table(LOOKUPS).match(callee)
-            lookup = entry is not None
         if entry is None:
             return
         self._open.append(id(node))
         if len(self._open) > 1:  # Encoding(**cl100k_base()): one tokenizer, reported once (outermost)
             return
         frame.candidates.append(_Candidate(
-            call=node, statement=self.context.statement, callee=callee, lookup=lookup,
-            cost=entry.get("cost"), bound_to=self._assigned_to.get(id(node)),
+            call=node, statement=self.context.statement, callee=callee, cost=entry.get("cost"),
+            function=self.context.function_key, bound_to=self._assigned_to.get(id(node)),
         ))
 
     def _frame_executing(self, node: cst.Call) -> _Frame | None:
@@ -168,41 +170,25 @@ class TokenizerPerCall(Rule):
             self._open.pop()
 
     def _finish(self, frame: _Frame) -> None:
-        if not frame.candidates or self._runs_once(frame.scope):
-            return
         for candidate in frame.candidates:
-            if id(candidate.call) in frame.escaped_calls:
+            bound = candidate.bound_to
+            if id(candidate.call) in frame.stored_calls or (bound is not None and (
+                    bound in frame.stored_names or bound in frame.scope.global_names)):
                 continue
-            if candidate.bound_to is not None and (candidate.bound_to in frame.escaped_names
-                                                   or candidate.bound_to in frame.scope.global_names):
-                continue
-            self._report(candidate, frame.scope)
+            returned = id(candidate.call) in frame.returned_calls or (
+                bound is not None and bound in frame.returned_names)
+            self._report(candidate, frame.scope, returned)
 
-    def _runs_once(self, scope: Scope) -> bool:
-        if scope.kind == "function" and scope.name in self._skip_functions:
-            return True
-        return any(table.match(name) is not None
-                   for name in scope.decorators for table in self._skip_decorators)
-
-    def _report(self, candidate: _Candidate, scope: Scope) -> None:
+    def _report(self, candidate: _Candidate, scope: Scope, returned: bool) -> None:
         shown = candidate.callee
         where = "a lambda" if scope.kind == "lambda" else f"`{scope.name}`"
-        if candidate.lookup:
-            self.report(
-                candidate.call,
-                f"`{shown}()` inside {where}: cached after the first call, but that first call loads the "
-                "encoding (~0.2-0.45 s) and downloads it with no timeout when there is no local copy",
-                severity="info", statement=candidate.statement,
-                fix="look the encoding up once at module level or at startup "
-                    "(e.g. ENC = tiktoken.get_encoding(...))",
-                call=shown,
-            )
-            return
         cost = f": {candidate.cost}" if candidate.cost else ""
+        if returned:
+            message = f"`{shown}()` builds a new tokenizer each time {where} runs, and hands it to the caller{cost}"
+        else:
+            message = f"`{shown}()` builds a tokenizer on every call of {where}{cost}"
         self.report(
-            candidate.call,
-            f"`{shown}()` builds a tokenizer on every call of {where}{cost}",
-            statement=candidate.statement,
+            candidate.call, message, statement=candidate.statement, function=candidate.function,
             fix="build it once: at module level, in __init__, or in a functools.cache'd factory",
-            call=shown,
+            call=shown, dropped=not returned,
         )

@@ -1,17 +1,19 @@
 """LLM003: an HTTP connection pool or LLM SDK client built on every call (knowledge: rules/sdk-http.yaml,
 the SDK tables' `pooled: true` clients, rules/sdk-lifetime.yaml; see docs/sdk-knowledge.md).
 
-Two shapes, both only inside a function that runs per call:
-- a pooled SDK constructor (`OpenAI()`, `Anthropic()`, ...) whose object does not escape;
-- a module-level request function (`requests.get`, `httpx.post`, `aiohttp.request`) or an HTTP library client
-  (`httpx.Client()`, `requests.Session()`) that does not escape, where calls visibly repeat: a module importing
-  a server/worker framework, an `async def` outside command-line modules, or a loop that does not sleep.
+Two shapes, inside a function:
+- a pooled SDK constructor (`OpenAI()`, `Anthropic()`, ...) or an HTTP library client (`httpx.Client()`,
+  `requests.Session()`) that is not stored for reuse;
+- a module-level request function (`requests.get`, `httpx.post`, `aiohttp.request`).
 
-Escape is decided when the function is left, by value flow: a name bound to the object (or to something
-built from it) that is returned, yielded, stored on an attribute or subscript, bound to a global, passed to a
-storing method (`registry.add(c)`), or captured by a nested def/lambda makes the object outlive the call.
-Functions that run once (`__init__`, `main`, lifespan and startup hooks, cached functions, fixtures, tests)
-are not per call. Modules that import a test framework are test code and are not checked.
+Whether the function runs per request is the project model's answer (its execution context, the YAML's
+`contexts:`): on a serving path, in any module, it is reported with the chain from the entry point; in
+unknown code only where the calls visibly repeat (a loop that does not sleep: the `repeats` flag).
+The rule decides the local part, by value flow when the function is left: an object stored somewhere that
+outlives the call (an attribute or subscript, a global, a storing method such as `registry.add(c)`, a
+closure) is a reused client, not a per-call one; one that is returned makes the function a factory, which is
+per call exactly when the factory runs per call (its own context says). Functions fetching credentials
+(`*token*`, `*auth*`) run once per token lifetime and are not reported.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ class _Candidate:
     callee: str
     constructor: bool  # False: a module-level request function
     http: bool  # an HTTP library's function or client (not an SDK client)
-    repeated: bool  # inside an async def or a module of a server framework
     loops: tuple[int, ...]  # id() of the loops around the call
+    function: str  # the project model's key of the function holding the call
 
 
 @dataclass
@@ -46,21 +48,15 @@ class _Frame:
     scope: Scope
     candidates: list[_Candidate] = field(default_factory=list)
     sources: dict[str, set[str]] = field(default_factory=dict)  # local name -> what flowed into it
-    escaped: set[str] = field(default_factory=set)  # "n:<name>" / "c:<id(call)>" whose value flows out
+    stored: set[str] = field(default_factory=set)  # "n:<name>" / "c:<id(call)>" kept beyond the call
+    returned: set[str] = field(default_factory=set)  # ... handed to the caller (returned, yielded)
 
 
 @dataclass(frozen=True)
 class Lifetime:
-    """`rules/sdk-lifetime.yaml` merged with the shared tables of `rules/common.yaml`."""
+    """`rules/sdk-lifetime.yaml`: what stores an object for reuse, what a client is built around."""
 
-    once_functions: tuple[str, ...]
-    decorators: tuple[str, ...]
-    startup_keywords: frozenset[str]
-    startup_registrations: tuple[str, ...]
     storing_methods: frozenset[str]
-    test_modules: frozenset[str]
-    server_modules: frozenset[str]
-    cli_modules: frozenset[str]
     rare_function_globs: tuple[str, ...]
     pool_kwargs: frozenset[str]
     sleep_calls: frozenset[str]
@@ -69,79 +65,18 @@ class Lifetime:
         name = scope.name.lower()
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.rare_function_globs)
 
-    def runs_once(self, scope: Scope) -> bool:
-        if scope.kind != "function":
-            return False
-        if any(fnmatch.fnmatchcase(scope.name, pattern) for pattern in self.once_functions):
-            return True
-        return any(_decorator_matches(name, pattern) for name in scope.decorators for pattern in self.decorators)
-
-
-def _decorator_matches(name: str, pattern: str) -> bool:
-    if "." not in pattern:  # a bare name matches the last component: `on_event` ~ `app.on_event`
-        return fnmatch.fnmatchcase(name.rsplit(".", 1)[-1], pattern)
-    return fnmatch.fnmatchcase(name, pattern)
-
 
 def lifetime(catalog) -> Lifetime:
     found = catalog.memo.get("lifetime")
     if found is None:
         data = (catalog.knowledge.get("sdk-lifetime") or {}).get("lifetime") or {}
         found = catalog.memo["lifetime"] = Lifetime(
-            once_functions=(*catalog.table("run_once_functions").names(), *(data.get("once_functions") or ())),
-            decorators=(*catalog.table("cache_decorators").names(), *catalog.table("startup_decorators").names(),
-                        *(data.get("cache_decorators") or ()), *(data.get("startup_decorators") or ())),
-            startup_keywords=frozenset(data.get("startup_keywords") or ()),
-            startup_registrations=tuple(data.get("startup_registrations") or ()),
             storing_methods=frozenset(data.get("storing_methods") or ()),
-            test_modules=frozenset(data.get("test_modules") or ()),
-            server_modules=frozenset(data.get("server_modules") or ()),
-            cli_modules=frozenset(data.get("cli_modules") or ()),
             rare_function_globs=tuple(data.get("rare_function_globs") or ()),
             pool_kwargs=frozenset(data.get("pool_kwargs") or ()),
             sleep_calls=frozenset(data.get("sleep_calls") or ()),
         )
     return found
-
-
-def is_test_module(module: cst.Module, test_modules: frozenset[str]) -> bool:
-    """The module imports a test framework (pytest, unittest, ...): test code."""
-    return imports_any(module, test_modules)
-
-
-def imports_any(module: cst.Module, modules: frozenset[str]) -> bool:
-    """A module-level import (not under `if TYPE_CHECKING:`) names one of `modules` or a submodule of one."""
-    for name in _runtime_imports(module.body):
-        parts = name.split(".")
-        if any(".".join(parts[:end]) in modules for end in range(1, len(parts) + 1)):
-            return True
-    return False
-
-
-def _runtime_imports(body) -> list[str]:
-    names: list[str] = []
-    for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Import):
-                    names.extend(dotted_name(alias.name) or "" for alias in small.names)
-                elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-                    module = dotted_name(small.module) or ""
-                    names.append(module)
-                    if not isinstance(small.names, cst.ImportStar):
-                        names.extend(f"{module}.{alias.name.value}" for alias in small.names
-                                     if isinstance(alias.name, cst.Name))
-        elif isinstance(statement, cst.If):
-            if (dotted_name(statement.test) or "").endswith("TYPE_CHECKING"):
-                continue
-            names.extend(_runtime_imports(statement.body.body))
-            if statement.orelse is not None and isinstance(statement.orelse.body, cst.IndentedBlock):
-                names.extend(_runtime_imports(statement.orelse.body.body))
-        elif isinstance(statement, (cst.Try, cst.TryStar)):
-            names.extend(_runtime_imports(statement.body.body))
-            for handler in statement.handlers:
-                names.extend(_runtime_imports(handler.body.body))
-    return names
 
 
 class ClientPerCall(Rule):
@@ -164,25 +99,10 @@ class ClientPerCall(Rule):
         self._lifetime = lifetime(self.catalog)
         self._frames: list[_Frame] = []
         self._open: list[int] = []  # candidate calls being visited (a nested one is reported with its outer one)
-        self._pending: list[tuple[_Candidate, Scope]] = []
-        self._startup_names: set[str] = set()
-        self._skip_module = False
-        self._server_module = False
-        self._cli_module = False
         self._loops: list[int] = []  # id() of the loops and comprehensions being visited
         self._polling: set[int] = set()  # loops that sleep
         self._loop_nodes: list[cst.CSTNode] = []  # keeps the ids above unique
-        self._once: set[int] = set()  # id(scope) of functions that run once
-        self._alive: list[Scope] = []  # every function scope seen: keeps the ids above unique
-        self._module_defs: dict[str, int] = {}  # module-level def name -> id(scope)
-        self._callers: dict[str, set[int | None]] = {}  # module-level def name -> callers (None: module level)
-
-    # -------------------------------------------------------------- module
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._skip_module = is_test_module(node, self._lifetime.test_modules)
-        self._server_module = imports_any(node, self._lifetime.server_modules)
-        self._cli_module = not self._server_module and imports_any(node, self._lifetime.cli_modules)
+        self._pending: list[tuple[_Candidate, Scope, bool]] = []  # (candidate, its function, returned)
 
     def visit_For(self, node: cst.For) -> None:
         self._loops.append(id(node))
@@ -195,38 +115,21 @@ class ClientPerCall(Rule):
     leave_While = leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = leave_For
 
     def leave_Module(self, node: cst.Module) -> None:
-        once = self._once | {sid for name, sid in self._module_defs.items() if name in self._startup_names}
-        changed = True
-        while changed:  # a function called only from module level or from run-once functions runs once
-            changed = False
-            for name, sid in self._module_defs.items():
-                callers = self._callers.get(name)
-                if sid not in once and callers and all(c is None or c in once for c in callers):
-                    once.add(sid)
-                    changed = True
-        for candidate, scope in self._pending:
-            if id(scope) not in once:
-                self._report(candidate, scope)
+        for candidate, scope, returned in self._pending:  # (a loop's polling is known once it is left)
+            self._report(candidate, scope, returned)
 
     # -------------------------------------------------------------- function frames
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        scope = self.context.scope
-        self._alive.append(scope)
-        self._frames.append(_Frame(scope))
-        if len(self.context.scopes) == 2:
-            self._module_defs[scope.name] = id(scope)
-        if self._lifetime.runs_once(scope):
-            self._once.add(id(scope))
+        self._frames.append(_Frame(self.context.scope))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._finish(self._frames.pop())
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         frame = _Frame(self.context.scope)
-        self._alive.append(frame.scope)
         self._frames.append(frame)
-        frame.escaped |= self._flows(node.body)  # a lambda returns its body
+        frame.returned |= self._flows(node.body)  # a lambda returns its body
 
     def leave_Lambda(self, node: cst.Lambda) -> None:
         self._finish(self._frames.pop())
@@ -234,7 +137,7 @@ class ClientPerCall(Rule):
     def visit_Name(self, node: cst.Name) -> None:
         # a name used inside a nested def/lambda is captured: the closure may outlive the outer call
         for frame in self._frames[:-1]:
-            frame.escaped.add(f"n:{node.value}")
+            frame.stored.add(f"n:{node.value}")
 
     # -------------------------------------------------------------- value flow
 
@@ -265,7 +168,7 @@ class ClientPerCall(Rule):
         for target in targets:
             if isinstance(target, cst.Name):
                 if target.value in frame.scope.global_names:
-                    frame.escaped |= flows
+                    frame.stored |= flows
                 else:
                     frame.sources.setdefault(target.value, set()).update(flows)
             elif isinstance(target, (cst.Tuple, cst.List)):
@@ -273,16 +176,16 @@ class ClientPerCall(Rule):
             elif isinstance(target, cst.StarredElement):
                 self._assign([target.value], value)
             else:  # self.x = ..., app.state.x = ..., cache[key] = ...
-                frame.escaped |= flows
+                frame.stored |= flows
 
     def visit_Return(self, node: cst.Return) -> None:
         if self._frames and node.value is not None:
-            self._frames[-1].escaped |= self._flows(node.value)
+            self._frames[-1].returned |= self._flows(node.value)
 
     def visit_Yield(self, node: cst.Yield) -> None:
         if self._frames and node.value is not None:
             value = node.value.item if isinstance(node.value, cst.From) else node.value
-            self._frames[-1].escaped |= self._flows(value)
+            self._frames[-1].returned |= self._flows(value)
 
     def _flows(self, expr: cst.CSTNode) -> set[str]:
         """Names and calls whose VALUE flows out through `expr` (not those only used to compute it)."""
@@ -329,15 +232,11 @@ class ClientPerCall(Rule):
         if (frame is not None and isinstance(node.func, cst.Attribute)
                 and node.func.attr.value in self._lifetime.storing_methods):
             for arg in node.args:  # registry.add(client), client_var.set(client)
-                frame.escaped |= self._flows(arg.value)
+                frame.stored |= self._flows(arg.value)
         if frame is not None and callee == "builtins.setattr":
             for arg in node.args:
-                frame.escaped |= self._flows(arg.value)
-        self._note_startup_hooks(node)
-        if isinstance(node.func, cst.Name) and node.func.value in self._module_defs:
-            function = self.context.executing_function(node)
-            self._callers.setdefault(node.func.value, set()).add(None if function is None else id(function))
-        if callee is None or self._skip_module:
+                frame.stored |= self._flows(arg.value)
+        if callee is None:
             return
         if callee in self._lifetime.sleep_calls:
             self._polling.update(self._loops)
@@ -359,10 +258,8 @@ class ClientPerCall(Rule):
         executing = self._frame_executing(node)
         if executing is not None:
             http = not constructor or callee in self._knowledge.request_methods
-            repeated = self._server_module or (not self._cli_module and any(
-                s.is_async for s in self.context.scopes if s.is_function))
             executing.candidates.append(_Candidate(node, self.context.statement, callee, constructor, http,
-                                                   repeated, tuple(self._loops)))
+                                                   tuple(self._loops), self.context.function_key))
 
     def _builds_pool(self, expr: cst.CSTNode) -> bool:
         """`expr` contains a call of a pooled constructor (`http_client=httpx.Client()` is a fresh pool)."""
@@ -382,39 +279,24 @@ class ClientPerCall(Rule):
         if self._open and self._open[-1] == id(node):
             self._open.pop()
 
-    def _note_startup_hooks(self, node: cst.Call) -> None:
-        hooks: list[cst.BaseExpression] = []
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value in self._lifetime.startup_keywords:
-                hooks.append(arg.value)
-        name = dotted_name(node.func) or ""
-        if any(name == pattern or name.endswith("." + pattern) for pattern in self._lifetime.startup_registrations):
-            hooks.extend(arg.value for arg in node.args)
-        for hook in hooks:
-            elements = [e.value for e in hook.elements] if isinstance(hook, (cst.List, cst.Tuple)) else [hook]
-            for element in elements:
-                hook_name = dotted_name(element)
-                if hook_name:
-                    self._startup_names.add(hook_name.rsplit(".", 1)[-1])
-
     def _frame_executing(self, node: cst.Call) -> _Frame | None:
         return frame_of(self._frames, self.context.executing_function(node))
 
     def _finish(self, frame: _Frame) -> None:
-        if not frame.candidates or id(frame.scope) in self._once or self._lifetime.rarely_called(frame.scope):
+        if not frame.candidates or self._lifetime.rarely_called(frame.scope):
             return
-        escaped = _closure(frame.escaped, frame.sources)
+        stored = _closure(frame.stored, frame.sources)
+        returned = _closure(frame.returned, frame.sources)
         for candidate in frame.candidates:
-            if candidate.constructor and f"c:{id(candidate.call)}" in escaped:
-                continue
-            in_loop = bool(candidate.loops) and not self._polling.intersection(candidate.loops)
-            if candidate.http and not (candidate.repeated or in_loop):
-                continue  # a one-off request helper: whether it runs per request is unknown
-            self._pending.append((candidate, frame.scope))
+            key = f"c:{id(candidate.call)}"
+            if candidate.constructor and key in stored:
+                continue  # kept for reuse: built once per object, cache entry or registry
+            self._pending.append((candidate, frame.scope, candidate.constructor and key in returned))
 
-    def _report(self, candidate: _Candidate, scope: Scope) -> None:
+    def _report(self, candidate: _Candidate, scope: Scope, returned: bool) -> None:
         where = "a lambda" if scope.kind == "lambda" else f"`{scope.name}`"
         shown = dotted_name(candidate.call.func) or candidate.callee
+        repeats = bool(candidate.loops) and not self._polling.intersection(candidate.loops)
         if not candidate.constructor:
             library = self._knowledge.module_functions[candidate.callee]
             cost = f": {library.function_cost}" if library.function_cost else ""
@@ -422,9 +304,9 @@ class ClientPerCall(Rule):
             self.report(
                 candidate.call,
                 f"`{shown}()` builds and tears down a connection pool on every call of {where}{cost}",
-                statement=candidate.statement,
+                statement=candidate.statement, function=candidate.function,
                 fix=f"send it through one shared {shared} created at module level or at app startup",
-                call=candidate.callee,
+                call=candidate.callee, repeats=repeats,
             )
             return
         receiver = self._knowledge.receivers[candidate.callee]
@@ -433,12 +315,15 @@ class ClientPerCall(Rule):
                "in every call")
         if receiver.per_tenant:
             fix += f"; for per-tenant API keys derive from the shared client: `{receiver.per_tenant}`"
-        self.report(
-            candidate.call,
-            f"`{shown}()` builds a new client (its own connection pool) on every call of {where} and drops it: "
-            f"each call pays the setup and opens new connections (no keep-alive){cost}",
-            statement=candidate.statement, fix=fix, call=candidate.callee,
-        )
+        if returned:
+            message = (f"`{shown}()` builds a new client (its own connection pool) each time {where} runs, and hands "
+                       f"it to the caller: every call pays the setup and opens new connections{cost}")
+            fix += f" (or cache the factory: `@functools.cache` on {where})"
+        else:
+            message = (f"`{shown}()` builds a new client (its own connection pool) on every call of {where} and "
+                       f"drops it: each call pays the setup and opens new connections (no keep-alive){cost}")
+        self.report(candidate.call, message, statement=candidate.statement, function=candidate.function,
+                    fix=fix, call=candidate.callee, repeats=repeats)
 
 
 def _closure(escaped: set[str], sources: dict[str, set[str]]) -> set[str]:

@@ -6,7 +6,8 @@ Reported: a call of a library whose timeout entry says `missing_is_finding` (req
 (constructors unless `constructor: false` / `constructor_none_disables: false`; calls when `per_call`).
 Not reported: a timeout passed as any expression or possibly through `*args`/`**kwargs`; requests `Session`
 calls in a module that defines its own `HTTPAdapter` subclass or patches `session.request` (a default
-timeout is the usual reason); test modules.
+timeout is the usual reason). Where it runs (test modules, scripts) is the project model's context and the
+YAML's `contexts:`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import libcst as cst
 
 from llmdoctor.scan.prefilter import NameIndex
 from llmdoctor.scan.rule import Rule, root_names
-from llmdoctor.scan.rules.llm003 import is_test_module, lifetime
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
 from llmdoctor.scan.semantic import dotted_name
 
@@ -80,12 +80,8 @@ class HttpCallWithoutTimeout(Rule):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._knowledge: ClientKnowledge = client_knowledge(self.catalog)
-        self._skip_module = False
         self._adapter_defaults = False  # the module may give its requests sessions a default timeout
-        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool]] = []
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._skip_module = is_test_module(node, lifetime(self.catalog).test_modules)
+        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool, str]] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:  # class TimeoutHTTPAdapter(HTTPAdapter): sends with a default timeout
@@ -98,14 +94,12 @@ class HttpCallWithoutTimeout(Rule):
                 self._adapter_defaults = True
 
     def leave_Module(self, node: cst.Module) -> None:
-        for call, statement, message, fix, session_missing in self._pending:
+        for call, statement, message, fix, session_missing, function in self._pending:
             if session_missing and self._adapter_defaults:
                 continue
-            self.report(call, message, fix=fix, statement=statement)
+            self.report(call, message, fix=fix, statement=statement, function=function)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._skip_module:
-            return
         callee = self.context.callee_name(node)
         if callee is None:
             return
@@ -158,7 +152,7 @@ class HttpCallWithoutTimeout(Rule):
                     node, self.context.statement,
                     (f"`{shown}()` has no `{kwarg}=`: {owner.split('.')[0]} has no default timeout, so a "
                      "stalled server holds this call (and the worker running it) forever"),
-                    MISSING_FIX, session,
+                    MISSING_FIX, session, self.context.function_key,
                 ))
             return
         if not (isinstance(value, cst.Name) and value.value == "None") or not timeout.get("none_disables"):
@@ -169,4 +163,4 @@ class HttpCallWithoutTimeout(Rule):
         else:
             message = (f"`{kwarg}=None` on `{shown}()` turns off {owner}'s default timeout ({default}): a stalled "
                        "server holds this call forever")
-        self._pending.append((node, self.context.statement, message, NONE_FIX, False))
+        self._pending.append((node, self.context.statement, message, NONE_FIX, False, self.context.function_key))

@@ -1,0 +1,844 @@
+"""What one module tells the project model, read with CPython's `ast` (cheap, cached per file by content).
+
+`index_module(source, tree)` returns a `ModuleIndex`: the module's top-level bindings, its functions and
+classes, and for each function the calls it makes, each callee written as a *reference* resolved as far as
+this file allows. The project model (model.py) finishes the resolution across modules.
+
+A reference is a string `<root>:<dotted path>`; a `()` after a part means "the result of calling it"
+(an instance, for a class):
+
+    I:requests.get             an absolute import (`import requests`; `from requests import get`)
+    R2:utils.fetch             a relative import, 2 levels (`from ..utils import fetch`)
+    M:client.chat.create       a name bound at module level here (a def, a class, an assignment)
+    F:outer.inner              a function defined inside another one (its key)
+    S:client.get / C:build     an attribute of `self` / `cls` in a method (U: of `super()`)
+    B:open                     a builtin
+    I:httpx.Client().get       `c = httpx.Client(); c.get(...)`: locals, `with ... as c` and annotated
+                               parameters are replaced by what they hold
+
+The index knows nothing of the rule tables: which calls block, build clients or register request handlers
+is decided by the model, with the catalog. Function keys are the dotted path of def/class names from the
+module (`Service.run`, `outer.inner`), `#2`, `#3` for a name defined again in the same scope; the libcst
+rules' semantic model computes the same keys, so a finding is matched to its function.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+MODULE_KEY = ""  # the pseudo-function of module-level code (and class bodies): runs at import
+
+# call kinds
+CALL = 0  # called here, not awaited
+AWAIT = 1  # awaited here
+LAMBDA = 2  # called inside a lambda defined here (runs when the lambda runs: not this function's own call)
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
+
+
+@dataclass(slots=True)
+class Call:
+    ref: str
+    kind: int
+    line: int
+    col: int  # 1-based, in characters
+    end_line: int
+    end_col: int  # 1-based, exclusive end + 1 (as findings' end_column)
+    stmt_line: int  # first line of the statement holding the call (suppressions)
+    text: str = ""  # the callee as written, a call in the chain kept as `name()`: `c.with_options().create`
+    keywords: tuple[str, ...] = ()
+    marks: tuple[str, ...] = ()  # UPPER_CASE names among the arguments (`os.WNOHANG`)
+    args: tuple[tuple[str, str], ...] = ()  # (position or keyword, reference) of resolvable arguments
+    literal: str | None = None  # the first positional argument, when a string literal
+    mode: str | None = None  # the second positional argument or `mode=`, when a string literal (`open`)
+    lazy: bool = False  # under a lazy-initialisation guard (`if self._x is None: self._x = ...`)
+
+    def to_json(self) -> list:
+        return [self.ref, self.kind, self.line, self.col, self.end_line, self.end_col, self.stmt_line, self.text,
+                list(self.keywords), list(self.marks), [list(a) for a in self.args], self.literal, self.mode,
+                self.lazy]
+
+    @classmethod
+    def from_json(cls, data: list) -> Call:
+        ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy = data
+        if not (type(ref) is str and kind in (CALL, AWAIT, LAMBDA) and _lines(line, col, end_line, end_col, stmt)
+                and type(text) is str and _strings(keywords) and _strings(marks) and type(lazy) is bool
+                and all(type(a) is list and len(a) == 2 and _strings(a) for a in args)
+                and (literal is None or type(literal) is str) and (mode is None or type(mode) is str)):
+            raise ValueError("index: a call of the wrong shape")
+        return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
+                   tuple((a[0], a[1]) for a in args), literal, mode, lazy)
+
+
+@dataclass(slots=True)
+class Decorator:
+    ref: str | None  # reference of the decorator's callee (`app.get` in `@app.get("/")`)
+    text: str  # its dotted text as written
+    literal: str | None = None  # first positional argument when a string literal (a route path)
+    called: bool = False
+
+    def to_json(self) -> list:
+        return [self.ref, self.text, self.literal, self.called]
+
+
+@dataclass(slots=True)
+class Function:
+    key: str
+    name: str
+    line: int  # the `def` line
+    is_async: bool = False
+    owner: str | None = None  # the class key of a method
+    static: bool = False  # staticmethod: no self
+    parent: str | None = None  # the enclosing function's key (a nested def)
+    decorators: list[Decorator] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+
+    def to_json(self) -> list:
+        return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
+                [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls]]
+
+    @classmethod
+    def from_json(cls, data: list) -> Function:
+        key, name, line, is_async, owner, static, parent, decorators, calls = data
+        if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
+                and type(static) is bool and _optional_strings(owner, parent) and type(calls) is list):
+            raise ValueError("index: a function of the wrong shape")
+        return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
+                   [Call.from_json(c) for c in calls])
+
+
+@dataclass(slots=True)
+class ClassInfo:
+    key: str
+    name: str
+    line: int
+    bases: list[tuple[str | None, str]] = field(default_factory=list)  # (reference, text)
+    decorators: list[Decorator] = field(default_factory=list)
+    attributes: dict[str, str | None] = field(default_factory=dict)  # self.x / class-level x -> its value
+    methods: dict[str, str] = field(default_factory=dict)  # method name -> function key
+
+    def to_json(self) -> list:
+        return [self.key, self.name, self.line, [list(b) for b in self.bases],
+                [d.to_json() for d in self.decorators], self.attributes, self.methods]
+
+    @classmethod
+    def from_json(cls, data: list) -> ClassInfo:
+        key, name, line, bases, decorators, attributes, methods = data
+        if not (type(key) is str and type(name) is str and _lines(line) and type(attributes) is dict
+                and type(methods) is dict and all(type(v) is str for v in methods.values())
+                and all(v is None or type(v) is str for v in attributes.values())
+                and all(type(b) is list and len(b) == 2 and _optional_strings(*b) for b in bases)):
+            raise ValueError("index: a class of the wrong shape")
+        return cls(key, name, line, [(b[0], b[1]) for b in bases], [_decorator(d) for d in decorators],
+                   dict(attributes), dict(methods))
+
+
+@dataclass
+class ModuleIndex:
+    bindings: dict[str, str | None]  # module-level name -> reference of its value (None: unknown)
+    functions: list[Function]  # the module pseudo-function (key "") first
+    classes: list[ClassInfo]
+    imports: list[str]  # modules imported at module level when the program runs (not TYPE_CHECKING)
+    main_block: bool = False  # has `if __name__ == "__main__":`
+    suppressions: dict[int, list[str]] = field(default_factory=dict)  # line -> codes ("*": all)
+    file_ignores: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"b": self.bindings, "f": [f.to_json() for f in self.functions],
+                "c": [c.to_json() for c in self.classes], "i": self.imports, "m": self.main_block,
+                "s": {str(k): v for k, v in self.suppressions.items()}, "x": self.file_ignores}
+
+    @classmethod
+    def from_json(cls, data: dict) -> ModuleIndex:
+        """The index `to_json` wrote; ValueError (or TypeError) on anything else (a corrupt or edited cache)."""
+        bindings, functions, suppressions = data["b"], data["f"], data["s"]
+        if not (type(bindings) is dict and all(v is None or type(v) is str for v in bindings.values())
+                and type(functions) is list and functions and _strings(data["i"]) and type(data["m"]) is bool
+                and type(suppressions) is dict and all(_strings(v) for v in suppressions.values())
+                and _strings(data["x"])):
+            raise ValueError("index: of the wrong shape")
+        found = cls(bindings=dict(bindings), functions=[Function.from_json(f) for f in functions],
+                    classes=[ClassInfo.from_json(c) for c in data["c"]], imports=list(data["i"]),
+                    main_block=data["m"], suppressions={int(k): list(v) for k, v in suppressions.items()},
+                    file_ignores=list(data["x"]))
+        if found.functions[0].key != MODULE_KEY:
+            raise ValueError("index: the module's own code comes first")
+        return found
+
+    def function(self, key: str) -> Function | None:
+        found = getattr(self, "_by_key", None)
+        if found is None:
+            found = self._by_key = {f.key: f for f in self.functions}
+        return found.get(key)
+
+
+def _lines(*values) -> bool:
+    return all(type(v) is int and 0 < v < 2**31 for v in values)
+
+
+def _strings(values) -> bool:
+    return type(values) is list and all(type(v) is str for v in values)
+
+
+def _optional_strings(*values) -> bool:
+    return all(v is None or type(v) is str for v in values)
+
+
+def _decorator(data) -> Decorator:
+    if not (type(data) is list and len(data) == 4 and _optional_strings(data[0], data[2]) and type(data[1]) is str
+            and type(data[3]) is bool):
+        raise ValueError("index: a decorator of the wrong shape")
+    return Decorator(*data)
+
+
+# ----------------------------------------------------------------------------- the walk
+
+
+def index_module(source: str, tree: ast.Module) -> ModuleIndex:
+    """The index of a module `ast.parse` read from `source`."""
+    reader = _Reader(source)
+    reader.read_module(tree)
+    index = ModuleIndex(bindings=reader.module_bindings, functions=reader.functions, classes=reader.classes,
+                        imports=reader.runtime_imports, main_block=reader.main_block)
+    if "noqa" in source or "llmdoctor:" in source or "NOQA" in source:
+        index.suppressions, index.file_ignores = _suppressions(source)
+    return index
+
+
+class _Scope:
+    __slots__ = ("bindings", "function", "kind", "klass")
+
+    def __init__(self, kind: str, function: Function | None = None, klass: ClassInfo | None = None) -> None:
+        self.kind = kind  # "module" | "class" | "function"
+        self.bindings: dict[str, str | None] = {}
+        self.function = function
+        self.klass = klass
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.lines = None if source.isascii() else source.splitlines()
+        self.module_bindings: dict[str, str | None] = {}
+        self.module_function = Function(key=MODULE_KEY, name="<module>", line=1)
+        self.functions: list[Function] = [self.module_function]
+        self.classes: list[ClassInfo] = []
+        self.runtime_imports: list[str] = []
+        self.main_block = False
+        self.scopes: list[_Scope] = []
+        self.keys_seen: dict[str, int] = {}
+        self.lazy_depth = 0
+        self.statement_line = 1
+        self.imported_names: set[str] = set()  # module-level names an import binds
+
+    # ------------------------------------------------------------------ module
+
+    def read_module(self, tree: ast.Module) -> None:
+        module = _Scope("module", function=self.module_function)
+        module.bindings = self.module_bindings
+        self.scopes = [module]
+        self._collect_module_bindings(tree.body)
+        self._runtime_imports(tree.body)
+        self.block(tree.body)
+
+    def _collect_module_bindings(self, body: list) -> None:
+        """Module-level names before the walk, so a function may use a name bound further down."""
+        bindings = self.module_bindings
+        imported = self.imported_names
+        for statement in body:
+            kind = type(statement)
+            if kind is ast.Import or kind is ast.ImportFrom:
+                for local, ref in _import_refs(statement):
+                    bindings[local] = ref
+                    imported.add(local)
+            elif kind in _DEFS or kind is ast.ClassDef:
+                bindings[statement.name] = "M:" + statement.name if statement.name not in imported else None
+            elif kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
+                targets = statement.targets if kind is ast.Assign else [statement.target]
+                value = self.value_ref(statement.value) if statement.value is not None else None
+                if value is None and kind is ast.AnnAssign:
+                    value = self.annotation_ref(statement.annotation)
+                for target in targets:
+                    for name in _target_names(target):
+                        if name in imported:
+                            continue  # `try: import x / except ImportError: x = None`: the import is what runs
+                        if name in bindings and bindings[name] != value:
+                            bindings[name] = None  # bound to two different things: unknown
+                        else:
+                            bindings[name] = value
+            elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While) or kind.__name__ == "TryStar":
+                for block in _blocks(statement):
+                    self._collect_module_bindings(block)
+        # a module-level def or class is itself the binding; keep "M:name" only when nothing else binds it
+
+    def _runtime_imports(self, body: list) -> None:
+        for statement in body:
+            kind = type(statement)
+            if kind is ast.Import:
+                self.runtime_imports.extend(alias.name for alias in statement.names)
+            elif kind is ast.ImportFrom:
+                if statement.module and not statement.level:
+                    self.runtime_imports.append(statement.module)
+                    self.runtime_imports.extend(f"{statement.module}.{a.name}" for a in statement.names
+                                                if a.name != "*")
+            elif kind is ast.If:
+                if _text(statement.test).endswith("TYPE_CHECKING"):
+                    continue
+                self._runtime_imports(statement.body)
+                self._runtime_imports(statement.orelse)
+            elif kind is ast.Try or kind.__name__ == "TryStar":
+                self._runtime_imports(statement.body)
+                for handler in statement.handlers:
+                    self._runtime_imports(handler.body)
+
+    # ------------------------------------------------------------------ scopes and names
+
+    @property
+    def scope(self) -> _Scope:
+        return self.scopes[-1]
+
+    def executing(self) -> Function:
+        """The function whose execution runs the current code (class bodies run at module level)."""
+        for scope in reversed(self.scopes):
+            if scope.kind == "function":
+                return scope.function
+        return self.module_function
+
+    def lookup(self, name: str) -> tuple[bool, str | None]:
+        innermost = len(self.scopes) - 1
+        for index in range(innermost, -1, -1):
+            scope = self.scopes[index]
+            if scope.kind == "class" and index != innermost:
+                continue  # class bodies are not visible from their methods
+            if name in scope.bindings:
+                return True, scope.bindings[name]
+        return False, None
+
+    def bind(self, name: str, value: str | None) -> None:
+        scope = self.scope
+        if scope.kind != "module":  # module-level names were collected before the walk
+            scope.bindings[name] = value
+
+    def ref(self, expr: ast.expr) -> str | None:
+        """The reference `expr` denotes, or None when this file cannot tell."""
+        kind = type(expr)
+        if kind is ast.Name:
+            found, value = self.lookup(expr.id)
+            if found:
+                return value
+            return "B:" + expr.id if expr.id in BUILTIN_NAMES else None
+        if kind is ast.Attribute:
+            base = self.ref(expr.value)
+            if base is None:
+                return None
+            return base + expr.attr if base.endswith(":") else f"{base}.{expr.attr}"
+        if kind is ast.Call:
+            func = expr.func
+            if type(func) is ast.Name and func.id == "super" and not self.lookup("super")[0]:
+                return "U:"
+            base = self.ref(func)
+            return None if base is None or base.endswith(":") else base + "()"
+        return None
+
+    def value_ref(self, expr: ast.expr | None) -> str | None:
+        """What a name bound to `expr` holds: a call's result, an alias, either side of `a or B()`."""
+        if expr is None:
+            return None
+        kind = type(expr)
+        if kind is ast.Await:
+            return self.value_ref(expr.value)
+        if kind is ast.Call or kind is ast.Name or kind is ast.Attribute:
+            return self.ref(expr)
+        if kind is ast.BoolOp or kind is ast.IfExp:
+            parts = expr.values if kind is ast.BoolOp else [expr.body, expr.orelse]
+            found = {self.value_ref(part) for part in parts if not _is_none(part)} - {None}
+            return found.pop() if len(found) == 1 else None
+        return None
+
+    def annotation_ref(self, annotation: ast.expr | None) -> str | None:
+        """An annotated name holds an instance of its (project or library) type: `c: httpx.Client`."""
+        if annotation is None:
+            return None
+        kind = type(annotation)
+        if kind is ast.Subscript and _text(annotation.value).rsplit(".", 1)[-1] == "Optional":
+            annotation = annotation.slice
+        elif kind is ast.BinOp and isinstance(annotation.op, ast.BitOr):
+            sides = [s for s in (annotation.left, annotation.right) if not _is_none(s)]
+            if len(sides) != 1:
+                return None
+            annotation = sides[0]
+        if type(annotation) not in (ast.Name, ast.Attribute):
+            return None
+        base = self.ref(annotation)
+        if base is None or base.startswith("B:") or base.endswith(":"):
+            return None
+        return base + "()"
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, body: list) -> None:
+        for statement in body:
+            self.statement(statement)
+
+    def statement(self, node: ast.stmt) -> None:
+        kind = type(node)
+        self.statement_line = node.lineno
+        if kind in _DEFS:
+            self.function_def(node)
+        elif kind is ast.ClassDef:
+            self.class_def(node)
+        elif kind is ast.Assign:
+            self.expressions([node.value])
+            value = self.value_ref(node.value)
+            for target in node.targets:
+                self.assign(target, value)
+        elif kind is ast.AnnAssign:
+            self.expressions([node.value])
+            value = self.value_ref(node.value) if node.value is not None else None
+            if value is None:
+                value = self.annotation_ref(node.annotation)
+            self.assign(node.target, value, annotated=True)
+        elif kind is ast.AugAssign:
+            self.expressions([node.value, node.target])
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            for local, ref in _import_refs(node):
+                self.bind(local, ref)
+        elif kind is ast.If:
+            self.if_statement(node)
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in node.items:
+                self.expressions([item.context_expr])
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, self.value_ref(item.context_expr))
+            self.block(node.body)
+        elif kind is ast.For or kind is ast.AsyncFor:
+            self.expressions([node.iter])
+            for name in _target_names(node.target):
+                self.bind(name, None)
+            self.block(node.body)
+            self.block(node.orelse)
+        elif kind is ast.While:
+            self.expressions([node.test])
+            self.block(node.body)
+            self.block(node.orelse)
+        elif kind is ast.Try or kind.__name__ == "TryStar":
+            self.block(node.body)
+            for handler in node.handlers:
+                if handler.name:
+                    self.bind(handler.name, None)
+                self.block(handler.body)
+            self.block(node.orelse)
+            self.block(node.finalbody)
+        elif kind.__name__ == "Match":
+            self.expressions([node.subject])
+            for case in node.cases:
+                self.expressions([case.guard])
+                self.block(case.body)
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            return
+        else:  # Expr, Return, Raise, Assert, Delete...
+            self.expressions([value for name, value in ast.iter_fields(node) if isinstance(value, ast.AST)])
+
+    def assign(self, target: ast.expr, value: str | None, annotated: bool = False) -> None:
+        kind = type(target)
+        if kind is ast.Name:
+            self.bind(target.id, value)
+        elif kind is ast.Attribute:
+            self.expressions([target.value])
+            self._note_attribute(target, value)
+        elif kind is ast.Tuple or kind is ast.List:
+            for element in target.elts:
+                self.assign(element, None)
+        elif kind is ast.Starred:
+            self.assign(target.value, None)
+        else:
+            self.expressions([target])
+
+    def _note_attribute(self, target: ast.Attribute, value: str | None) -> None:
+        """`self.x = ...` in a method types `self.x` for every method of the class."""
+        if type(target.value) is not ast.Name:
+            return
+        found, holder = self.lookup(target.value.id)
+        if not found or holder not in ("S:", "C:"):
+            return
+        klass = self._method_class()
+        if klass is None:
+            return
+        name = target.attr
+        if name in klass.attributes and klass.attributes[name] != value:
+            klass.attributes[name] = None  # assigned two different things: unknown
+        else:
+            klass.attributes[name] = value
+
+    def _method_class(self) -> ClassInfo | None:
+        for scope in reversed(self.scopes):
+            if scope.kind == "function":
+                owner = scope.function.owner
+                if owner is None:
+                    continue
+                return next((c for c in reversed(self.classes) if c.key == owner), None)
+        return None
+
+    def if_statement(self, node: ast.If) -> None:
+        self.expressions([node.test])
+        if self.scope.kind == "module" and _is_main_test(node.test):
+            self.main_block = True
+        lazy = _lazy_target(node.test)
+        guarded = lazy is not None and _assigns(node.body, lazy)
+        if guarded:
+            self.lazy_depth += 1
+        self.block(node.body)
+        if guarded:
+            self.lazy_depth -= 1
+        self.block(node.orelse)
+
+    def _key(self, name: str) -> str:
+        parent = self.scope.function.key if self.scope.kind == "function" else (
+            self.scope.klass.key if self.scope.kind == "class" else "")
+        key = f"{parent}.{name}" if parent else name
+        count = self.keys_seen.get(key, 0) + 1
+        self.keys_seen[key] = count
+        return key if count == 1 else f"{key}#{count}"
+
+    def function_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        outer = self.scope
+        decorators = [self.decorator(d) for d in node.decorator_list]
+        # defaults and annotations are evaluated by the code around the def
+        self.expressions([*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None]])
+        key = self._key(node.name)
+        names = {d.text.rsplit(".", 1)[-1] for d in decorators}
+        function = Function(key=key, name=node.name, line=node.lineno, is_async=type(node) is ast.AsyncFunctionDef,
+                            decorators=decorators)
+        if outer.kind == "class":
+            function.owner = outer.klass.key
+            function.static = "staticmethod" in names
+            outer.klass.methods.setdefault(node.name, key)
+        elif outer.kind == "function":
+            function.parent = outer.function.key
+            outer.bindings[node.name] = "F:" + key
+        self.functions.append(function)
+        scope = _Scope("function", function=function)
+        arguments = node.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        for index, arg in enumerate([*positional, *arguments.kwonlyargs]):
+            if index == 0 and function.owner is not None and not function.static and arg in positional:
+                scope.bindings[arg.arg] = "C:" if "classmethod" in names else "S:"
+            else:
+                scope.bindings[arg.arg] = self.annotation_ref(arg.annotation)
+        for star in (arguments.vararg, arguments.kwarg):
+            if star is not None:
+                scope.bindings[star.arg] = None
+        self.scopes.append(scope)
+        saved_lazy, self.lazy_depth = self.lazy_depth, 0
+        self.block(node.body)
+        self.lazy_depth = saved_lazy
+        self.scopes.pop()
+
+    def class_def(self, node: ast.ClassDef) -> None:
+        outer = self.scope
+        decorators = [self.decorator(d) for d in node.decorator_list]
+        self.expressions([k.value for k in node.keywords])
+        key = self._key(node.name)
+        klass = ClassInfo(key=key, name=node.name, line=node.lineno, decorators=decorators,
+                          bases=[(self.ref(base), _text(base)) for base in node.bases])
+        self.classes.append(klass)
+        if outer.kind == "function":
+            outer.bindings[node.name] = "F:" + key
+        scope = _Scope("class", klass=klass)
+        self.scopes.append(scope)
+        for statement in node.body:  # class-level `x: T` / `x = T()` types `self.x`
+            kind = type(statement)
+            if kind is ast.AnnAssign and type(statement.target) is ast.Name:
+                value = self.value_ref(statement.value) if statement.value is not None else None
+                klass.attributes[statement.target.id] = value or self.annotation_ref(statement.annotation)
+            elif kind is ast.Assign and len(statement.targets) == 1 and type(statement.targets[0]) is ast.Name:
+                value = self.value_ref(statement.value)
+                if value is not None:
+                    klass.attributes.setdefault(statement.targets[0].id, value)
+        self.block(node.body)
+        self.scopes.pop()
+
+    def decorator(self, node: ast.expr) -> Decorator:
+        called = type(node) is ast.Call
+        callee = node.func if called else node
+        literal = None
+        if called:
+            first = node.args[0] if node.args else None
+            if type(first) is ast.Constant and isinstance(first.value, str):
+                literal = first.value
+            self.expressions(list(node.args) + [k.value for k in node.keywords])
+        return Decorator(ref=self.ref(callee), text=_text(callee), literal=literal, called=called)
+
+    # ------------------------------------------------------------------ expressions
+
+    def expressions(self, roots: list) -> None:
+        """Record every call under `roots` (lambdas' bodies as LAMBDA calls, comprehensions inherit)."""
+        stack: list[tuple[ast.AST, int]] = [(root, CALL) for root in roots if root is not None]
+        function = self.executing()
+        while stack:
+            node, mode = stack.pop()
+            kind = type(node)
+            if kind is ast.Call:
+                self.call(node, function, mode)
+                stack.extend((child, mode) for child in _call_children(node))
+                continue
+            if kind is ast.Await:
+                value = node.value
+                if type(value) is ast.Call:
+                    self.call(value, function, AWAIT if mode == CALL else mode)
+                    stack.extend((child, mode) for child in _call_children(value))
+                    continue
+                stack.append((value, mode))
+                continue
+            if kind is ast.Lambda:  # its defaults run here, its body when the lambda runs
+                defaults = [*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None]]
+                stack.extend((default, mode) for default in defaults)
+                stack.append((node.body, LAMBDA))
+                continue
+            if kind is ast.NamedExpr:
+                self.bind(node.target.id, self.value_ref(node.value))
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr) or type(child) in (ast.comprehension, ast.keyword,
+                                                                  ast.FormattedValue, ast.Slice):
+                    stack.append((child, mode))
+
+    def call(self, node: ast.Call, function: Function, how: int) -> None:
+        ref = self.ref(node.func)
+        args: list[tuple[str, str]] = []
+        marks: list[str] = []
+        literal = mode = None
+        for index, arg in enumerate(node.args):
+            kind = type(arg)
+            if index < 2 and kind is ast.Constant and isinstance(arg.value, str):
+                if index == 0:
+                    literal = arg.value[:200]
+                else:
+                    mode = arg.value[:20]
+            if kind in (ast.Name, ast.Attribute, ast.Call):
+                target = self.ref(arg)
+                if target is not None and not target.startswith("B:"):
+                    args.append((str(index), target))
+            _marks(arg, marks)
+        keywords = []
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                keywords.append("**")
+                continue
+            keywords.append(keyword.arg)
+            value = keyword.value
+            if keyword.arg == "mode" and type(value) is ast.Constant and isinstance(value.value, str):
+                mode = value.value[:20]
+            if type(value) in (ast.Name, ast.Attribute, ast.Call):
+                target = self.ref(value)
+                if target is not None and not target.startswith("B:"):
+                    args.append((keyword.arg, target))
+            elif type(value) in (ast.List, ast.Tuple):  # on_startup=[init_db, warm_cache]
+                for element in value.elts:
+                    if type(element) in (ast.Name, ast.Attribute):
+                        target = self.ref(element)
+                        if target is not None and not target.startswith("B:"):
+                            args.append((keyword.arg, target))
+            _marks(value, marks)
+        if any(type(a) is ast.Starred for a in node.args):
+            keywords.append("*")
+        if ref is None and not args:
+            return
+        line, col, end_line, end_col = self.span(node)
+        function.calls.append(Call(
+            ref=ref or "?", kind=how, line=line, col=col, end_line=end_line, end_col=end_col,
+            stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
+            literal=literal, mode=mode, lazy=self.lazy_depth > 0,
+        ))
+
+    def span(self, node: ast.expr) -> tuple[int, int, int, int]:
+        line, end_line = node.lineno, node.end_lineno or node.lineno
+        col, end_col = node.col_offset, node.end_col_offset or 0
+        if self.lines is not None:  # ast counts UTF-8 bytes; findings count characters
+            col = _characters(self.lines, line, col)
+            end_col = _characters(self.lines, end_line, end_col)
+        return line, col + 1, end_line, end_col + 1
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _call_children(node: ast.Call) -> list:
+    return [node.func, *node.args, *[k.value for k in node.keywords]]
+
+
+def _marks(node: ast.expr, out: list[str]) -> None:
+    kind = type(node)
+    if kind is ast.Attribute:
+        if node.attr.isupper():
+            out.append(node.attr)
+    elif kind is ast.Name:
+        if node.id.isupper():
+            out.append(node.id)
+    elif kind is ast.BinOp:
+        _marks(node.left, out)
+        _marks(node.right, out)
+
+
+def _characters(lines: list[str], line: int, offset: int) -> int:
+    if not 0 < line <= len(lines):
+        return offset
+    text = lines[line - 1]
+    if text.isascii():
+        return offset
+    return len(text.encode("utf-8")[:offset].decode("utf-8", "replace"))
+
+
+def _text(node: ast.expr) -> str:
+    """`a.b.c` for a Name/Attribute chain (a call in the chain keeps its callee's name), else ''."""
+    parts = []
+    while True:
+        kind = type(node)
+        if kind is ast.Attribute:
+            parts.append(node.attr)
+            node = node.value
+        elif kind is ast.Call:
+            node = node.func
+        elif kind is ast.Name:
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+        else:
+            return ".".join(reversed(parts))
+
+
+def _chain(node: ast.expr) -> str:
+    """`self.llm.chat.completions.create`; a call segment kept as `name()`; '' when not a chain of names."""
+    parts: list[str] = []
+    while True:
+        kind = type(node)
+        if kind is ast.Attribute:
+            parts.append(node.attr)
+            node = node.value
+        elif kind is ast.Call:
+            inner = _chain(node.func)
+            return f"{inner}()." + ".".join(reversed(parts)) if inner and parts else (f"{inner}()" if inner else "")
+        elif kind is ast.Name:
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+        else:
+            return ""
+
+
+def _is_none(node: ast.expr) -> bool:
+    return type(node) is ast.Constant and node.value is None
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """`__name__ == "__main__"` (either side)."""
+    if type(test) is not ast.Compare or len(test.comparators) != 1 or type(test.ops[0]) is not ast.Eq:
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if type(s) is ast.Name and s.id == "__name__"]
+    strings = [s for s in sides if type(s) is ast.Constant and s.value == "__main__"]
+    return bool(names and strings)
+
+
+def _lazy_target(test: ast.expr) -> str | None:
+    """The name a lazy-initialisation guard tests: `x is None`, `not x`, `key not in cache`, `not hasattr(self,
+    "a")`."""
+    kind = type(test)
+    if kind is ast.UnaryOp and isinstance(test.op, ast.Not):
+        operand = test.operand
+        if type(operand) in _LAZY_TESTS:
+            return _text_target(operand)
+        if type(operand) is ast.Call and _text(operand.func) == "hasattr" and len(operand.args) == 2:
+            holder, name = operand.args
+            if type(name) is ast.Constant and isinstance(name.value, str):
+                return f"{_text(holder)}.{name.value}"
+        return None
+    if kind is ast.Compare and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Is, ast.Eq)) and _is_none(right) and type(test.left) in _LAZY_TESTS:
+            return _text_target(test.left)
+        if isinstance(op, ast.NotIn) and type(right) in _LAZY_TESTS:
+            return _text_target(right) + "[]"
+    if kind is ast.BoolOp and isinstance(test.op, ast.Or):
+        for value in test.values:
+            found = _lazy_target(value)
+            if found is not None:
+                return found
+    return None
+
+
+def _text_target(node: ast.expr) -> str:
+    if type(node) is ast.Subscript:
+        return _text(node.value) + "[]"
+    return _text(node)
+
+
+def _assigns(body: list, target: str) -> bool:
+    """Whether `body` (at any depth) assigns `target` (`x`, `self.x`, or a key of `cache` for `cache[]`)."""
+    for node in body:
+        for child in ast.walk(node):
+            kind = type(child)
+            if kind is ast.Assign:
+                targets = child.targets
+            elif kind is ast.AnnAssign or kind is ast.AugAssign:
+                targets = [child.target]
+            elif kind is ast.Call and _text(child.func).endswith("setdefault") and target.endswith("[]"):
+                if _text(child.func).rsplit(".", 1)[0] + "[]" == target:
+                    return True
+                continue
+            else:
+                continue
+            for t in targets:
+                if _text_target(t) == target:
+                    return True
+    return False
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    kind = type(target)
+    if kind is ast.Name:
+        return [target.id]
+    if kind is ast.Tuple or kind is ast.List:
+        return [name for element in target.elts for name in _target_names(element)]
+    if kind is ast.Starred:
+        return _target_names(target.value)
+    return []
+
+
+def _blocks(statement: ast.stmt) -> list[list]:
+    blocks = [getattr(statement, name, None) or [] for name in ("body", "orelse", "finalbody")]
+    blocks.extend(handler.body for handler in getattr(statement, "handlers", ()) or ())
+    return blocks
+
+
+def _import_refs(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+    """(local name, reference) for each name an import binds."""
+    if type(node) is ast.Import:
+        out = []
+        for alias in node.names:
+            if alias.asname:
+                out.append((alias.asname, "I:" + alias.name))
+            else:
+                root = alias.name.split(".", 1)[0]
+                out.append((root, "I:" + root))
+        return out
+    names = [alias for alias in node.names if alias.name != "*"]
+    if node.level:
+        prefix = f"R{node.level}:" + (f"{node.module}." if node.module else "")
+    elif node.module:
+        prefix = f"I:{node.module}."
+    else:
+        return []
+    return [(alias.asname or alias.name, prefix + alias.name) for alias in names]
+
+
+def _suppressions(source: str) -> tuple[dict[int, list[str]], list[str]]:
+    from llmdoctor.scan.suppressions import file_ignores, parse_suppressions
+
+    found = parse_suppressions(source)
+    lines: dict[int, set[str]] = {}
+    for table in (found.on_line, found.above):
+        for line, codes in table.items():
+            lines.setdefault(line, set()).update(codes)
+    return ({line: sorted(codes) for line, codes in lines.items()},
+            sorted(file_ignores(source)) if "llmdoctor:" in source else [])

@@ -1,0 +1,220 @@
+"""The entry-point knowledge (`rules/entrypoints.yaml` and `entrypoints:` in the user's table files), validated
+into matchers the project model asks: is this decorator a request route, this call a registration, this base
+class a handler, this module test code?"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from llmdoctor.errors import UserError
+
+KNOWLEDGE_STEM = "entrypoints"
+INTERACTIVE = "interactive"
+WORKER = "worker"
+ENTRY_KINDS = (INTERACTIVE, WORKER)
+FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code"}
+RUN_ONCE_KEYS = {"decorators", "registrations", "names", "concurrency"}
+OFFLINE_KEYS = {"imports", "paths", "functions", "classes"}
+ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
+                           "options"})
+
+
+class Patterns:
+    """Qualified names, exact or with `*` globs (a glob may span dots)."""
+
+    def __init__(self, names=()) -> None:
+        self.exact: set[str] = set()
+        self.globs: list[str] = []
+        for name in names:
+            self.add(name)
+
+    def add(self, name: str) -> None:
+        (self.globs.append if "*" in name else self.exact.add)(name)
+
+    def match(self, qualified: str | None) -> bool:
+        if not qualified:
+            return False
+        return qualified in self.exact or any(fnmatch.fnmatchcase(qualified, g) for g in self.globs)
+
+    def __bool__(self) -> bool:
+        return bool(self.exact or self.globs)
+
+
+@dataclass
+class Registration:
+    """A call that hands a callable (or a class) to a framework: `app.add_api_route("/x", handler)`."""
+
+    calls: Patterns
+    argument: int | None
+    keyword: str | None
+    methods: frozenset[str] = frozenset()  # when the callable is a class (or its instance): its handler methods
+    framework: str = ""
+    kind: str = INTERACTIVE
+
+
+@dataclass
+class ClassEntry:
+    """Subclasses of `types` (or classes decorated by one of them) serve these methods ("*": every public one)."""
+
+    types: Patterns
+    methods: frozenset[str]
+    framework: str
+    kind: str
+
+
+@dataclass
+class EntryKnowledge:
+    decorators: list[tuple[Patterns, str, str]] = field(default_factory=list)  # (names, framework, kind)
+    registrations: list[Registration] = field(default_factory=list)
+    bases: list[ClassEntry] = field(default_factory=list)
+    class_decorators: list[ClassEntry] = field(default_factory=list)
+    module_code: list[tuple[str, str, str]] = field(default_factory=list)  # (import prefix, framework, kind)
+    once_decorators: Patterns = field(default_factory=Patterns)
+    once_registrations: list[Registration] = field(default_factory=list)
+    once_names: frozenset[str] = frozenset()
+    concurrency: Patterns = field(default_factory=Patterns)
+    test_imports: frozenset[str] = frozenset()
+    test_paths: tuple[str, ...] = ()
+    test_functions: tuple[str, ...] = ()
+    test_classes: tuple[str, ...] = ()
+
+    def request_decorator(self, qualified: str | None) -> tuple[str, str] | None:
+        """(framework, kind) when a decorator with this qualified callee makes a request entry point."""
+        for names, framework, kind in self.decorators:
+            if names.match(qualified):
+                return framework, kind
+        return None
+
+
+def entry_knowledge(catalog) -> EntryKnowledge:
+    found = catalog.memo.get(KNOWLEDGE_STEM)
+    if found is None:
+        docs = [(stem, doc) for stem, doc in sorted(catalog.knowledge.items())
+                if isinstance(doc, dict) and isinstance(doc.get("entrypoints"), dict)]
+        found = catalog.memo[KNOWLEDGE_STEM] = build(docs)
+    return found
+
+
+def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
+    knowledge = EntryKnowledge()
+    once_names: set[str] = set()
+    test_imports: set[str] = set()
+    test_paths: list[str] = []
+    test_functions: list[str] = []
+    test_classes: list[str] = []
+    for stem, doc in docs:
+        data = doc["entrypoints"]
+        where = f"rules file {stem}.yaml: key 'entrypoints"
+        _keys(data, {"request", "run_once", "offline"}, where + "'")
+        for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
+            _family(knowledge, family, f"{where}.request[{index}]")
+        once = data.get("run_once") or {}
+        _keys(once, RUN_ONCE_KEYS, where + ".run_once'")
+        for entry in _list(once.get("decorators"), f"{where}.run_once.decorators'"):
+            for name in _decorator_names(entry, f"{where}.run_once.decorators'"):
+                knowledge.once_decorators.add(name)
+        for i, entry in enumerate(_list(once.get("registrations"), f"{where}.run_once.registrations'")):
+            knowledge.once_registrations.append(_registration(entry, f"{where}.run_once.registrations[{i}]'",
+                                                              "run-once", INTERACTIVE))
+        once_names.update(_strings(once.get("names"), f"{where}.run_once.names'"))
+        for name in _strings(once.get("concurrency"), f"{where}.run_once.concurrency'"):
+            knowledge.concurrency.add(name)
+        offline = data.get("offline") or {}
+        _keys(offline, OFFLINE_KEYS, where + ".offline'")
+        test_imports.update(_strings(offline.get("imports"), f"{where}.offline.imports'"))
+        test_paths.extend(_strings(offline.get("paths"), f"{where}.offline.paths'"))
+        test_functions.extend(_strings(offline.get("functions"), f"{where}.offline.functions'"))
+        test_classes.extend(_strings(offline.get("classes"), f"{where}.offline.classes'"))
+    knowledge.once_names = frozenset(once_names)
+    knowledge.test_imports = frozenset(test_imports)
+    knowledge.test_paths = tuple(test_paths)
+    knowledge.test_functions = tuple(test_functions)
+    knowledge.test_classes = tuple(test_classes)
+    return knowledge
+
+
+def _family(knowledge: EntryKnowledge, family, where: str) -> None:
+    if not isinstance(family, dict):
+        raise UserError(f"{where}': must be a mapping with framework, kind and what marks its entry points")
+    _keys(family, FAMILY_KEYS, where + "'")
+    framework = family.get("framework")
+    kind = family.get("kind", INTERACTIVE)
+    if not isinstance(framework, str) or not framework:
+        raise UserError(f"{where}.framework': missing or not a string")
+    if kind not in ENTRY_KINDS:
+        raise UserError(f"{where}.kind': must be one of {', '.join(ENTRY_KINDS)} (got {kind!r})")
+    names = Patterns()
+    for entry in _list(family.get("decorators"), f"{where}.decorators'"):
+        for name in _decorator_names(entry, f"{where}.decorators'"):
+            names.add(name)
+    if names:
+        knowledge.decorators.append((names, framework, kind))
+    for i, entry in enumerate(_list(family.get("registrations"), f"{where}.registrations'")):
+        knowledge.registrations.append(_registration(entry, f"{where}.registrations[{i}]'", framework, kind))
+    for key, target in (("bases", knowledge.bases), ("class_decorators", knowledge.class_decorators)):
+        for i, entry in enumerate(_list(family.get(key), f"{where}.{key}'")):
+            label = f"{where}.{key}[{i}]'"
+            if not isinstance(entry, dict):
+                raise UserError(f"{label}: must be a mapping with types (or names) and methods")
+            _keys(entry, {"types", "names", "methods"}, label)
+            types = Patterns(_strings(entry.get("types") or entry.get("names"), label))
+            methods = frozenset(_strings(entry.get("methods"), label))
+            if not types or not methods:
+                raise UserError(f"{label}: needs types (or names) and methods")
+            target.append(ClassEntry(types, methods, framework, kind))
+    for prefix in _strings(family.get("module_code"), f"{where}.module_code'"):
+        knowledge.module_code.append((prefix, framework, kind))
+
+
+def _decorator_names(entry, where: str) -> list[str]:
+    if isinstance(entry, dict):
+        _keys(entry, {"types", "methods", "names"}, where)
+        names = _strings(entry.get("names"), where)
+        types = _strings(entry.get("types"), where)
+        methods = _strings(entry.get("methods"), where)
+        if types and not methods:
+            raise UserError(f"{where}: 'types' needs 'methods'")
+        return [*names, *(f"{t}.{m}" for t in types for m in methods)]
+    if isinstance(entry, str):
+        return [entry]
+    raise UserError(f"{where}: entries are names or mappings of types/methods/names")
+
+
+def _registration(entry, where: str, framework: str, kind: str) -> Registration:
+    if not isinstance(entry, dict):
+        raise UserError(f"{where}: must be a mapping with calls, argument and/or keyword")
+    _keys(entry, {"calls", "argument", "keyword", "methods"}, where)
+    calls = Patterns(_strings(entry.get("calls"), where))
+    argument = entry.get("argument")
+    keyword = entry.get("keyword")
+    if argument is not None and (not isinstance(argument, int) or isinstance(argument, bool) or not 0 <= argument < 64):
+        raise UserError(f"{where}: 'argument' must be a position from 0 to 63")
+    if keyword is not None and (not isinstance(keyword, str) or not keyword.isidentifier()):
+        raise UserError(f"{where}: 'keyword' must be a keyword argument name")
+    if not calls or (argument is None and keyword is None):
+        raise UserError(f"{where}: needs calls and an argument position or keyword")
+    return Registration(calls, argument, keyword, frozenset(_strings(entry.get("methods"), where)), framework, kind)
+
+
+def _keys(data, allowed: set[str], where: str) -> None:
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: must be a mapping")
+    for key in data:
+        if key not in allowed:
+            raise UserError(f"{where}: unknown key {str(key)[:40]!r}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _list(value, where: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UserError(f"{where}: must be a list")
+    return value
+
+
+def _strings(value, where: str) -> list[str]:
+    items = _list(value, where)
+    if not all(isinstance(item, str) and item and len(item) < 300 for item in items):
+        raise UserError(f"{where}: must be a list of names")
+    return items

@@ -1,0 +1,149 @@
+"""Where a project starts and how its files name each other: the root, the roots imports are searched from,
+and the file an import names (absolute, relative, `src/` layouts, namespace packages, script folders)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+_ENTRY_POINT = re.compile(r"""["']?[\w.-]+["']?\s*=\s*["']?([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)""")
+
+
+def project_root(path: str) -> str | None:
+    """The nearest folder at or above `path` holding pyproject.toml, setup.cfg, setup.py or .git; None when
+    there is none (the scanned files are then the whole program)."""
+    start = os.path.abspath(path)
+    probe = start if os.path.isdir(start) else os.path.dirname(start)
+    while True:
+        if any(os.path.exists(os.path.join(probe, marker)) for marker in ROOT_MARKERS):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return None
+        probe = parent
+
+
+class Layout:
+    """The project's Python files and the module each import names."""
+
+    def __init__(self, root: str, files) -> None:
+        self.root = root
+        self.files = set(files)
+        self.dirs: set[str] = set()
+        for path in self.files:
+            folder = os.path.dirname(path)
+            while folder.startswith(root) and folder not in self.dirs:
+                self.dirs.add(folder)
+                folder = os.path.dirname(folder)
+        self._bases: dict[str, list[str]] = {}
+        self._memo: dict[tuple[str, str], tuple[str, int] | None] = {}
+
+    def relative(self, path: str) -> str:
+        try:
+            return os.path.relpath(path, self.root).replace(os.sep, "/")
+        except ValueError:
+            return path
+
+    def module_file(self, folder: str, parts: list[str]) -> str | None:
+        """`folder/a/b.py` or `folder/a/b/__init__.py` for parts a, b (a namespace folder: its path)."""
+        base = os.path.join(folder, *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py"), base + ".pyi"):
+            if candidate in self.files:
+                return candidate
+        if base in self.dirs:
+            return base  # a namespace package (a folder of modules without __init__.py)
+        return None
+
+    def search_roots(self, importer: str) -> list[str]:
+        """Folders an absolute import from `importer` is looked up in, nearest first: the first folder above
+        the importer's package (where `python -m` or a script would run), each folder above it up to the
+        project root, and the root's `src/`."""
+        folder = os.path.dirname(importer)
+        found = self._bases.get(folder)
+        if found is not None:
+            return found
+        current = folder
+        while os.path.join(current, "__init__.py") in self.files and current != self.root:
+            current = os.path.dirname(current)
+        roots = []
+        while True:
+            roots.append(current)
+            if current == self.root or not current.startswith(self.root):
+                break
+            current = os.path.dirname(current)
+        source = os.path.join(self.root, "src")
+        if source in self.dirs and source not in roots:
+            roots.append(source)
+        self._bases[folder] = roots
+        return roots
+
+    def absolute(self, importer: str, dotted: str) -> tuple[str, int] | None:
+        """(the file or namespace folder, how many leading parts of `dotted` name it) for the longest module
+        prefix of `dotted` found in the project, else None (a library)."""
+        key = (os.path.dirname(importer), dotted)
+        if key in self._memo:
+            return self._memo[key]
+        parts = dotted.split(".")
+        found = None
+        for root in self.search_roots(importer):
+            for end in range(len(parts), 0, -1):
+                target = self.module_file(root, parts[:end])
+                if target is not None:
+                    found = (target, end)
+                    break
+            if found is not None:
+                break
+        self._memo[key] = found
+        return found
+
+    def relative_import(self, importer: str, level: int, dotted: str) -> tuple[str, int] | None:
+        """`from ..a import b` in `importer`: (the file or folder, the number of parts of `dotted` it names)."""
+        folder = os.path.dirname(importer)
+        for _ in range(level - 1):
+            folder = os.path.dirname(folder)
+        parts = dotted.split(".") if dotted else []
+        for end in range(len(parts), 0, -1):
+            target = self.module_file(folder, parts[:end])
+            if target is not None:
+                return target, end
+        init = os.path.join(folder, "__init__.py")
+        if init in self.files:
+            return init, 0
+        return (folder, 0) if folder in self.dirs else None
+
+
+def console_scripts(root: str) -> list[tuple[str, str]]:
+    """(module, function) of the console scripts pyproject.toml, setup.cfg or setup.py declare."""
+    found: list[tuple[str, str]] = []
+    pyproject = os.path.join(root, "pyproject.toml")
+    if os.path.isfile(pyproject):
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        try:
+            with open(pyproject, "rb") as handle:
+                data = tomllib.loads(handle.read(2_000_000).decode("utf-8", "replace"))
+        except (OSError, ValueError, RecursionError):  # a broken pyproject is the config loader's to report
+            data = {}
+        project = data.get("project") if isinstance(data.get("project"), dict) else {}
+        poetry = ((data.get("tool") or {}).get("poetry") or {}) if isinstance(data.get("tool"), dict) else {}
+        for table in (project.get("scripts"), project.get("gui-scripts"),
+                      poetry.get("scripts") if isinstance(poetry, dict) else None):
+            if isinstance(table, dict):
+                for value in table.values():
+                    if isinstance(value, str) and ":" in value:
+                        module, _, function = value.partition(":")
+                        found.append((module.strip(), function.strip().split(".")[0]))
+    for name in ("setup.cfg", "setup.py"):
+        path = os.path.join(root, name)
+        if os.path.isfile(path):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read(1_000_000)
+            except OSError:
+                continue
+            if "console_scripts" in text or "entry_points" in text:
+                found.extend((m.group(1), m.group(2).split(".")[0]) for m in _ENTRY_POINT.finditer(text))
+    return found

@@ -1,0 +1,114 @@
+"""From per-file results to what is reported: link every module's index into the project model, then decide
+each rule's candidates by the execution context of the function holding them (the rule's YAML `contexts:`),
+and run the rules that ask the model directly (LLM004). A finding keeps its context, the entry point and
+the chain of calls (`via`) that explain it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+
+from llmdoctor.report.model import Finding
+from llmdoctor.scan.project.knowledge import entry_knowledge
+from llmdoctor.scan.project.layout import Layout
+from llmdoctor.scan.project.model import OFFLINE, RUN_ONCE, ProjectModel, Step
+
+FUNCTION_KEY = "_function"
+EVERYWHERE = "everywhere"  # a candidate's extra: a bug in any context (anthropic's long non-streaming call)
+DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", RUN_ONCE: "report",
+                  OFFLINE: "off"}
+
+
+def link_results(results: list, catalog, config, root: str | None,
+                 show: Callable[[str], str] | None = None) -> list:
+    """The results of the checked files, their findings decided by the project model of all `results`.
+
+    `root`: the project root (None: a program of these files alone, e.g. one file in a test); `show` turns a
+    path into the one reports print (the via chain's paths)."""
+    by_path = {os.path.abspath(r.path): r for r in results}
+    indexes = {path: r.index for path, r in by_path.items() if r.index is not None}
+    if root is None:
+        folders = [os.path.dirname(path) for path in by_path] or [os.getcwd()]
+        layout_root = os.path.commonpath(folders)
+        scripts = False
+    else:
+        layout_root, scripts = os.path.abspath(root), True
+    layout = Layout(layout_root, indexes)
+    model = ProjectModel(layout, indexes, catalog, entry_knowledge(catalog), console_scripts=scripts)
+    shown = show or (lambda path: path)
+    display = {path: shown(r.path) for path, r in by_path.items()}
+
+    def name(path: str) -> str:
+        return display.get(path) or shown(path)
+
+    from llmdoctor.scan.project.rules import project_rules
+
+    rules = [cls(catalog.rules[code], catalog, model, name) for code, cls in sorted(project_rules().items())
+             if code in catalog.rules]
+    out = []
+    for path, result in by_path.items():
+        if not result.checked:
+            continue
+        findings: list[Finding] = []
+        suppressed = result.suppressed
+        for candidate in result.findings:
+            decided = _decide(model, catalog, path, candidate, name, config.every_context)
+            if decided is not None:
+                findings.append(decided)
+        if path in indexes:
+            for rule in rules:
+                if not config.rule_enabled(rule.code, result.path):
+                    continue
+                for finding, lines in rule.check(path, result.path):
+                    if model.suppressed(path, rule.code, lines):
+                        suppressed += 1
+                        continue
+                    finding = dataclasses.replace(finding, severity=config.severity_for(rule.code, finding.severity))
+                    decided = _decide(model, catalog, path, finding, name, config.every_context)
+                    if decided is not None:
+                        findings.append(decided)
+        findings.sort(key=Finding.sort_key)
+        out.append(dataclasses.replace(result, findings=findings, suppressed=suppressed))
+    return out
+
+
+def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
+            every_context: bool = False) -> Finding | None:
+    """The candidate as reported in its context, or None where its rule does not report there."""
+    extra = dict(candidate.extra)
+    key = extra.pop(FUNCTION_KEY, "")
+    everywhere = extra.pop(EVERYWHERE, False)
+    context = model.context_of(path, key)
+    spec = catalog.rules.get(candidate.rule)
+    policy = getattr(spec, "contexts", None) or DEFAULT_POLICY
+    verdict = "report" if everywhere or every_context else policy.get(context.kind,
+                                                                      DEFAULT_POLICY.get(context.kind, "report"))
+    severity = candidate.severity
+    if verdict == "off":
+        return None
+    if verdict.startswith("if "):
+        flag = verdict[3:].strip()
+        if not (extra.get(flag) or (flag == "concurrent" and context.concurrent)):
+            return None
+    elif verdict in ("error", "warning", "info"):
+        severity = verdict
+    for flag in _flags(policy):  # evidence the verdict was read from, not part of the report
+        extra.pop(flag, None)
+    extra["context"] = context.kind
+    if context.entry is not None:
+        entry = model.nodes[context.entry.node]
+        extra["entry"] = {"path": name(entry.path), "line": entry.function.line, "function": entry.label,
+                          "framework": context.entry.framework, **({"route": context.entry.route}
+                                                                   if context.entry.route else {})}
+    if "via" not in extra and len(context.chain) > 1:
+        extra["via"] = [_step(s, name) for s in model.steps(context.chain, candidate.line)]
+    return dataclasses.replace(candidate, severity=severity, extra=extra)
+
+
+def _flags(policy: dict[str, str]) -> list[str]:
+    return [verdict[3:].strip() for verdict in policy.values() if verdict.startswith("if ")]
+
+
+def _step(step: Step, name) -> dict:
+    return {"path": name(step.path), "line": step.line, "function": step.function}

@@ -1,0 +1,102 @@
+"""LLM004: a blocking call made by an `async def`, directly or through the sync project functions it calls.
+
+The model answers (model.py): which library calls block (rules/llm004.yaml `blocking_calls`, sync SDK
+generation calls from rules/sdk-*.yaml), which project function a call reaches (any module), and whether a
+sync function blocks through further sync calls. The rule decides: an `async def` that calls (not awaits,
+not hands to a thread, not inside a lambda or nested def: the innermost function decides) a blocking library
+function, or a sync project function that blocks, is reported at that call, with the chain down to the
+blocking line. Where it runs is decided by the YAML's `contexts:` (a script's `asyncio.run(main())` that
+starts no concurrent work blocks no one else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from llmdoctor.report.model import Finding
+from llmdoctor.scan.project.model import Blocking
+from llmdoctor.scan.project.rules import ProjectRule
+
+FUNCTION_KEY = "_function"
+
+
+class BlockingCallInAsync(ProjectRule):
+    code = "LLM004"
+
+    def check(self, path: str, shown_path: str) -> Iterator[tuple[Finding, tuple[int, ...]]]:
+        model = self.model
+        for node in model.nodes_of(path):
+            function = node.function
+            if not function.is_async:
+                continue
+            for call in function.calls:
+                if call.kind != 0 or call.lazy or model.is_offload(node.id, call):
+                    continue
+                lines = (call.line, call.stmt_line)
+                blocking = model.blocking_call(node.id, call)
+                if blocking is not None:
+                    yield self._direct(shown_path, function, blocking), lines
+                    continue
+                for callee in model.callee_nodes(node.id, call):
+                    target = model.nodes[callee]
+                    if target.function.is_async:
+                        continue
+                    chain = model.blocking_chain(callee)
+                    if chain:
+                        yield self._through(shown_path, node, call, chain), lines
+                        break
+
+    def _finding(self, path: str, site, message: str, fix: str | None, function_key: str, **extra) -> Finding:
+        return Finding(rule=self.code, severity=self.spec.severity, path=path, line=site.line, column=site.col,
+                       end_line=site.end_line, end_column=site.end_col, message=message, fix=fix,
+                       extra={**extra, FUNCTION_KEY: function_key})
+
+    def _direct(self, path: str, function, blocking: Blocking) -> Finding:
+        call = blocking.call
+        if blocking.sdk is None:
+            shown = blocking.callee.removeprefix("builtins.")
+            return self._finding(
+                path, call, f"`{shown}()` blocks the event loop inside `async def {function.name}`",
+                blocking.fix or "await an async equivalent or asyncio.to_thread(...)", function.key,
+                call=blocking.callee)
+        method = blocking.sdk
+        receiver = method.receiver
+        chain = call.text
+        shown = chain or method.path
+        if chain.endswith("." + method.path):
+            receiver_text = chain[: -len(method.path) - 1]
+        else:  # `from litellm import completion; completion(...)`, or a transparent segment in between
+            receiver_text = receiver.name if receiver.is_module else "<client>"
+        kind = "module" if receiver.is_module else "client"
+        fix = method.async_fix(receiver_text)
+        if method.async_twin or receiver.async_twin:
+            fix = f"use {fix}, or `await asyncio.to_thread(...)`"
+        return self._finding(
+            path, call,
+            f"`{shown}()` is a call on the sync `{receiver.name}` {kind}: it blocks the event loop inside "
+            f"`async def {function.name}` for the whole model request, stalling every other coroutine",
+            fix, function.key, call=f"{receiver.name}.{method.path}", sdk=receiver.table)
+
+    def _through(self, path: str, node, call, chain) -> Finding:
+        model = self.model
+        last_node, last_call, blocking = chain[-1]
+        blocked = blocking.callee.removeprefix("builtins.")
+        if blocking.sdk is not None:
+            blocked = f"{blocking.call.text or blocking.sdk.path}` on the sync `{blocking.sdk.receiver.name}"
+        callee = model.nodes[chain[0][0]]
+        where = self.show(model.nodes[last_node].path)
+        hops = len(chain) - 1
+        through = f" (through {hops} more call{'s' if hops > 1 else ''})" if hops else ""
+        shown = call.text or callee.label
+        instead = blocking.fix.removeprefix("use ") if blocking.fix else (
+            blocking.sdk.async_fix("client") if blocking.sdk is not None else "an async equivalent")
+        via = [{"path": self.show(node.path), "line": call.line, "function": node.function.name}]
+        via += [{"path": self.show(model.nodes[step_node].path), "line": step_call.line,
+                 "function": model.nodes[step_node].label} for step_node, step_call, _ in chain]
+        return self._finding(
+            path, call,
+            f"`{shown}()` blocks the event loop inside `async def {node.function.name}`: `{callee.label}` "
+            f"calls `{blocked}()` at {where}:{last_call.line}{through}, and every coroutine waits for it",
+            f"await it off the loop: `await asyncio.to_thread({shown}, ...)`; or make the chain async down to the "
+            f"blocking call ({instead})", node.function.key,
+            call=blocking.callee, via=via)

@@ -1,0 +1,781 @@
+"""The project model: every module's index linked into one program, as pyright or ruff's semantic model give
+other checks their types and scopes.
+
+It answers, for any function of the project:
+- what each of its calls reaches (`resolve`): a project function or class, or a library name (`httpx.Client.get`);
+- its execution context (`context_of`): **serving** (reached from a request entry point, with the entry and the
+  chain of calls), **worker** (reached from a queued job only), **run-once** (from a `__main__` block, an
+  `asyncio.run` target, a CLI command, a startup hook, module level), **offline** (a test module), or
+  **unknown** (library code nobody in the project calls);
+- whether it blocks (`blocking_chain`): a sync function that calls a blocking library function, directly or
+  through further sync project functions, not under a lazy-initialisation guard, not cached.
+
+Knowledge comes from the catalog: entry points (rules/entrypoints.yaml), blocking calls (rules/llm004.yaml),
+sync SDK generation calls (rules/sdk-*.yaml), threads that take a callable (rules/common.yaml).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections import deque
+from dataclasses import dataclass, field
+
+from llmdoctor.scan.project.index import (
+    AWAIT,
+    CALL,
+    LAMBDA,
+    MODULE_KEY,
+    Call,
+    ClassInfo,
+    Function,
+    ModuleIndex,
+)
+from llmdoctor.scan.project.knowledge import INTERACTIVE, ROUTE_METHODS, EntryKnowledge, Registration
+from llmdoctor.scan.project.layout import Layout, console_scripts
+
+SERVING = "serving"
+WORKER_CONTEXT = "worker"
+RUN_ONCE = "run-once"
+OFFLINE = "offline"
+UNKNOWN = "unknown"
+CONTEXTS = (SERVING, WORKER_CONTEXT, RUN_ONCE, OFFLINE, UNKNOWN)
+
+# edge kinds (how the caller reaches the callee)
+E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF = range(6)
+_EDGE_OF_CALL = {CALL: E_CALL, AWAIT: E_AWAIT, LAMBDA: E_LAMBDA}
+MAX_RESOLVE_DEPTH = 12
+LAMBDA_KEY = "<lambda>"
+CALLED = "()"
+
+
+@dataclass
+class Node:
+    """One function of the project (or a module's top-level code, key "")."""
+
+    id: int
+    path: str
+    function: Function
+    module: ModuleIndex
+    edges: list[tuple[int, int, Call | None]] = field(default_factory=list)  # (callee, edge kind, call site)
+    cached: bool = False  # decorated with a cache decorator: its body does not run per call
+
+    @property
+    def key(self) -> str:
+        return self.function.key
+
+    @property
+    def label(self) -> str:
+        return self.function.name if self.function.key else "<module>"
+
+
+@dataclass(frozen=True)
+class Entry:
+    node: int
+    framework: str
+    kind: str  # interactive | worker
+    route: str = ""  # "POST /chat" when a decorator names it
+
+
+@dataclass(frozen=True)
+class Step:
+    """One hop of a chain: in `function` (defined in `path`), the call (or finding) on `line`."""
+
+    path: str
+    line: int
+    function: str
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "line": self.line, "function": self.function}
+
+
+@dataclass(frozen=True)
+class Context:
+    kind: str
+    entry: Entry | None = None
+    chain: tuple[tuple[int, Call | None], ...] = ()  # (node, call site leading on), from the entry on
+    concurrent: bool = False  # run-once code on an event loop that runs other tasks too
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a reference denotes: a project function/class/instance, a project module, or a library name."""
+
+    kind: str  # "function" | "class" | "instance" | "module" | "library"
+    node: int = -1  # function
+    klass: tuple[str, str] | None = None  # (path, class key) for class / instance
+    path: str = ""  # module
+    name: str = ""  # library: the qualified name
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """A blocking library call made by a function."""
+
+    call: Call
+    callee: str  # qualified
+    fix: str | None
+    sdk: object | None = None  # the SDK Method for a sync generation call
+
+
+class ProjectModel:
+    def __init__(self, layout: Layout, modules: dict[str, ModuleIndex], catalog, knowledge: EntryKnowledge,
+                 console_scripts: bool = True) -> None:
+        from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
+
+        self.layout = layout
+        self.modules = modules
+        self.knowledge = knowledge
+        self.sdk = sdk_knowledge(catalog)
+        self.blocking_table = catalog.table("blocking_calls")
+        self.offload_table = catalog.table("offload_calls")
+        self.cache_decorators = catalog.table("cache_decorators")
+        self.nodes: list[Node] = []
+        self.by_key: dict[tuple[str, str], int] = {}
+        self.classes: dict[tuple[str, str], ClassInfo] = {}
+        self.test_modules: set[str] = set()
+        self.by_path: dict[str, list[int]] = {}
+        self._resolved: dict[tuple[int, str], Target | None] = {}
+        self._classified: dict[str, Blocking | None] = {}
+        for path in sorted(modules):
+            module = modules[path]
+            for function in module.functions:
+                node = Node(len(self.nodes), path, function, module)
+                self.nodes.append(node)
+                self.by_key.setdefault((path, function.key), node.id)
+                self.by_path.setdefault(path, []).append(node.id)
+            for klass in module.classes:
+                self.classes[(path, klass.key)] = klass
+            if self._is_test_module(path, module):
+                self.test_modules.add(path)
+        self.entries: dict[int, Entry] = {}
+        self.once: set[int] = set()
+        self.loop_roots: set[int] = set()  # asyncio.run targets
+        self._link(console_scripts)
+        self._serving, self._serving_parent = self._reach([n for n in self.entries])
+        self._once, self._once_parent = self._reach(sorted(self.once))
+        self._concurrent = self._concurrent_programs()
+        self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
+
+    # ------------------------------------------------------------------ questions
+
+    def nodes_of(self, path: str) -> list[Node]:
+        return [self.nodes[i] for i in self.by_path.get(path, ())]
+
+    def node(self, path: str, key: str) -> Node | None:
+        found = self.by_key.get((path, key))
+        if found is None and "#" in key:
+            found = self.by_key.get((path, key.split("#", 1)[0]))
+        return None if found is None else self.nodes[found]
+
+    def context_of(self, path: str, key: str) -> Context:
+        if key == LAMBDA_KEY:  # a module-level lambda runs whenever someone calls it: who, the model cannot tell
+            return Context(OFFLINE if path in self.test_modules else UNKNOWN)
+        node = self.node(path, key)
+        if node is None:
+            node = self.node(path, MODULE_KEY)
+            if node is None:
+                return Context(UNKNOWN)
+        return self.context(node.id)
+
+    def context(self, node_id: int) -> Context:
+        node = self.nodes[node_id]
+        if node.path in self.test_modules:
+            return Context(OFFLINE)
+        if node.cached:  # functools.cache & co.: the body runs once per distinct arguments
+            return Context(RUN_ONCE)
+        if node_id in self._serving:
+            chain = self._chain(node_id, self._serving_parent)
+            entry = self.entries[chain[0][0]]
+            kind = SERVING if self._interactive(node_id) else WORKER_CONTEXT
+            return Context(kind, entry, tuple(chain))
+        if self._is_test_function(node):
+            return Context(OFFLINE)
+        if node_id in self._once:
+            return Context(RUN_ONCE, None, tuple(self._chain(node_id, self._once_parent)),
+                           concurrent=node_id in self._concurrent)
+        return Context(UNKNOWN)
+
+    def steps(self, chain, last_line: int | None = None) -> list[Step]:
+        """A chain as steps: each function with the line of the call leading on (the last: `last_line`)."""
+        out = []
+        for index, (node_id, call) in enumerate(chain):
+            node = self.nodes[node_id]
+            line = call.line if call is not None else (last_line if last_line is not None else node.function.line)
+            if index == len(chain) - 1 and last_line is not None:
+                line = last_line
+            out.append(Step(node.path, line, node.label))
+        return out
+
+    def resolve(self, node_id: int, ref: str | None) -> Target | None:
+        if not ref or ref == "?":
+            return None
+        key = (node_id, ref)
+        if key in self._resolved:
+            return self._resolved[key]
+        self._resolved[key] = None  # a cycle resolves to nothing
+        found = self._resolve(self.nodes[node_id], ref, 0)
+        self._resolved[key] = found
+        return found
+
+    def qualified(self, node_id: int, ref: str | None) -> str | None:
+        target = self.resolve(node_id, ref)
+        return target.name if target is not None and target.kind == "library" else None
+
+    def blocking_call(self, node_id: int, call: Call) -> Blocking | None:
+        """The library call `call` makes, when it blocks (not a lazy one-time initialisation)."""
+        if call.kind != CALL or call.lazy:
+            return None
+        qualified = self.qualified(node_id, call.ref)
+        if qualified is None:
+            return None
+        return self._classify(qualified, call)
+
+    def blocking_chain(self, node_id: int) -> list[tuple[int, Call, Blocking]] | None:
+        """For a sync function that blocks: the calls from it to the blocking library call (node, call site,
+        the blocking call at the end), the shortest such chain; else None."""
+        blocks = self._blocking()
+        if node_id not in blocks:
+            return None
+        chain = []
+        current: int | None = node_id
+        seen = set()
+        while current is not None and current not in seen:
+            seen.add(current)
+            call, following, blocking = blocks[current]
+            chain.append((current, call, blocking))
+            current = following
+        return chain
+
+    def callee_nodes(self, node_id: int, call: Call) -> list[int]:
+        """The project functions a call runs: the function, or a class's `__init__`/`__post_init__`."""
+        target = self.resolve(node_id, call.ref)
+        if target is None:
+            return []
+        if target.kind == "function":
+            return [target.node]
+        if target.kind == "class":
+            return [n for n in (self._method(target.klass, name) for name in ("__init__", "__post_init__"))
+                    if n is not None]
+        if target.kind == "instance":
+            found = self._method(target.klass, "__call__")
+            return [found] if found is not None else []
+        return []
+
+    def is_offload(self, node_id: int, call: Call) -> bool:
+        qualified = self.qualified(node_id, call.ref)
+        return qualified is not None and self.offload_table.match(qualified) is not None
+
+    def suppressed(self, path: str, code: str, lines) -> bool:
+        module = self.modules.get(path)
+        if module is None or not module.suppressions and not module.file_ignores:
+            return False
+        if "*" in module.file_ignores or code in module.file_ignores:
+            return True
+        for line in lines:
+            codes = module.suppressions.get(line)
+            if codes and ("*" in codes or code in codes):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ linking
+
+    def _link(self, scripts: bool) -> None:
+        knowledge = self.knowledge
+        for path, module in self.modules.items():
+            module_node = self.by_key[(path, MODULE_KEY)]
+            if path not in self.test_modules:
+                self.once.add(module_node)
+                for prefix, framework, kind in knowledge.module_code:
+                    if any(name == prefix or name.startswith(prefix + ".") for name in module.imports):
+                        self.entries.setdefault(module_node, Entry(module_node, framework, kind))
+        for node in self.nodes:
+            function = node.function
+            if function.parent is not None:
+                parent = self.by_key.get((node.path, function.parent))
+                if parent is not None:
+                    self.nodes[parent].edges.append((node.id, E_DEF, None))
+            if function.key and function.name in knowledge.once_names:
+                self.once.add(node.id)
+            self._decorators(node)
+            for call in function.calls:
+                self._call_edges(node, call)
+        for (path, key), klass in self.classes.items():
+            self._class_entries(path, klass)
+        for module_name, function_name in console_scripts(self.layout.root) if scripts else ():
+            found = self.layout.absolute(os.path.join(self.layout.root, "__main__.py"), module_name)
+            if found is not None and found[1] == len(module_name.split(".")):
+                node = self.by_key.get((found[0], function_name))
+                if node is not None:
+                    self.once.add(node)
+
+    def _decorators(self, node: Node) -> None:
+        for decorator in node.function.decorators:
+            qualified = self.qualified(node.id, decorator.ref)
+            names = [qualified] if qualified else []
+            if self.cache_decorators.match(qualified or decorator.text) is not None:
+                node.cached = True
+                continue
+            found = next((self.knowledge.request_decorator(name) for name in names
+                          if self.knowledge.request_decorator(name)), None)
+            if found is not None:
+                route = ""
+                if decorator.literal is not None and decorator.literal.startswith("/"):
+                    route = f"{decorator.text.rsplit('.', 1)[-1].upper()} {decorator.literal}"
+                self.entries.setdefault(node.id, Entry(node.id, found[0], found[1], route))
+                continue
+            if self.knowledge.once_decorators.match(qualified) or self.knowledge.once_decorators.match(decorator.text):
+                self.once.add(node.id)
+                continue
+            if (qualified is None and decorator.called and decorator.literal is not None
+                    and decorator.literal.startswith("/") and "." in decorator.text
+                    and decorator.text.rsplit(".", 1)[-1] in ROUTE_METHODS):
+                method = decorator.text.rsplit(".", 1)[-1].upper()  # `@api.post("/chat")` on an app we cannot type
+                self.entries.setdefault(node.id, Entry(node.id, "route", INTERACTIVE, f"{method} {decorator.literal}"))
+
+    def _call_edges(self, node: Node, call: Call) -> None:
+        edge = _EDGE_OF_CALL.get(call.kind, E_CALL)
+        for callee in self.callee_nodes(node.id, call):
+            node.edges.append((callee, edge, call))
+        if not call.args:
+            return
+        qualified = self.qualified(node.id, call.ref)
+        offload = qualified is not None and self.offload_table.match(qualified) is not None
+        executor = call.text.rsplit(".", 1)[-1] == "run_in_executor"
+        for position, ref in call.args:
+            target = self._argument_target(node.id, ref)
+            if target is None:
+                continue
+            if target.kind == "function":
+                handed = (offload and position == "0") or (executor and position == "1")
+                node.edges.append((target.node, E_OFFLOAD if handed else E_REF, call))
+        if qualified is not None:
+            self._registrations(node, call, qualified)
+
+    def _argument_target(self, node_id: int, ref: str) -> Target | None:
+        target = self.resolve(node_id, ref)
+        if target is None and ref.endswith(CALLED):  # asyncio.run(main()): the call runs main
+            inner = self.resolve(node_id, ref[: -len(CALLED)])
+            if inner is not None and inner.kind == "function":
+                return inner
+        return target
+
+    def _registrations(self, node: Node, call: Call, qualified: str) -> None:
+        for registration in self.knowledge.registrations:
+            if registration.calls.match(qualified):
+                for target in self._registered(node.id, call, registration):
+                    route = ""
+                    if call.literal and call.literal.startswith("/"):
+                        route = call.literal
+                    self.entries.setdefault(target, Entry(target, registration.framework, registration.kind, route))
+        for registration in self.knowledge.once_registrations:
+            if registration.calls.match(qualified):
+                for target in self._registered(node.id, call, registration):
+                    self.once.add(target)
+                    if registration.argument == 0 and self.nodes[target].function.is_async:
+                        self.loop_roots.add(target)
+
+    def _registered(self, node_id: int, call: Call, registration: Registration) -> list[int]:
+        refs = [ref for position, ref in call.args
+                if position == registration.keyword or position == str(registration.argument)]
+        out = []
+        for ref in refs:
+            target = self._argument_target(node_id, ref)
+            if target is None:
+                continue
+            if target.kind == "function":
+                out.append(target.node)
+            elif target.kind in ("class", "instance") and target.klass is not None:
+                methods = registration.methods or frozenset({"__call__"})
+                if target.kind == "class" and ref.endswith(".as_view()"):
+                    methods = registration.methods
+                out.extend(self._class_methods(target.klass, methods))
+        if not out and refs:  # path("x/", views.MyView.as_view()): the class before `.as_view()`
+            for ref in refs:
+                if ".as_view" in ref:
+                    target = self.resolve(node_id, ref.split(".as_view", 1)[0])
+                    if target is not None and target.kind == "class":
+                        out.extend(self._class_methods(target.klass, registration.methods))
+        return out
+
+    def _class_entries(self, path: str, klass: ClassInfo) -> None:
+        owner = self.by_key.get((path, MODULE_KEY))
+        if owner is None:
+            return
+        for base in self._library_bases((path, klass.key), set()):
+            for entry in self.knowledge.bases:
+                if entry.types.match(base):
+                    for method in self._class_methods((path, klass.key), entry.methods):
+                        self.entries.setdefault(method, Entry(method, entry.framework, entry.kind))
+        for decorator in klass.decorators:
+            qualified = self.qualified(owner, decorator.ref) or decorator.text
+            for entry in self.knowledge.class_decorators:
+                if entry.types.match(qualified):
+                    for method in self._class_methods((path, klass.key), entry.methods):
+                        self.entries.setdefault(method, Entry(method, entry.framework, entry.kind))
+
+    def _library_bases(self, klass: tuple[str, str], seen: set) -> list[str]:
+        """Qualified names of the library classes `klass` derives from (through project classes)."""
+        if klass in seen or len(seen) > 30:
+            return []
+        seen.add(klass)
+        info = self.classes.get(klass)
+        if info is None:
+            return []
+        owner = self.by_key.get((klass[0], MODULE_KEY))
+        out = []
+        for ref, text in info.bases:
+            target = self.resolve(owner, ref) if owner is not None else None
+            if target is not None and target.kind == "class" and target.klass is not None:
+                if text:
+                    out.append(text)  # a project base keeps its name too (a generated `*Servicer`)
+                out.extend(self._library_bases(target.klass, seen))
+            elif target is not None and target.kind == "library":
+                out.append(target.name)
+            elif text:
+                out.append(text)  # an unresolved base: its dotted text (`*Servicer` matches by name)
+        return out
+
+    def _class_methods(self, klass: tuple[str, str], methods: frozenset[str]) -> list[int]:
+        info = self.classes.get(klass)
+        if info is None:
+            return []
+        out = []
+        for name, key in info.methods.items():
+            if name in methods or ("*" in methods and (not name.startswith("_") or name == "__call__")):
+                found = self.by_key.get((klass[0], key))
+                if found is not None:
+                    out.append(found)
+        return out
+
+    def _method(self, klass: tuple[str, str] | None, name: str, seen=None) -> int | None:
+        """The function `name` resolves to on `klass` (its own, else its project bases', in order)."""
+        if klass is None:
+            return None
+        seen = seen if seen is not None else set()
+        if klass in seen or len(seen) > 30:
+            return None
+        seen.add(klass)
+        info = self.classes.get(klass)
+        if info is None:
+            return None
+        key = info.methods.get(name)
+        if key is not None:
+            return self.by_key.get((klass[0], key))
+        owner = self.by_key.get((klass[0], MODULE_KEY))
+        for ref, _ in info.bases:
+            target = self.resolve(owner, ref) if owner is not None else None
+            if target is not None and target.kind == "class":
+                found = self._method(target.klass, name, seen)
+                if found is not None:
+                    return found
+        return None
+
+    def _attribute(self, klass: tuple[str, str] | None, name: str, seen=None) -> tuple[str, tuple[str, str]] | None:
+        """(the value reference, the class it was recorded on) of `self.<name>`, through project bases."""
+        if klass is None:
+            return None
+        seen = seen if seen is not None else set()
+        if klass in seen or len(seen) > 30:
+            return None
+        seen.add(klass)
+        info = self.classes.get(klass)
+        if info is None:
+            return None
+        if name in info.attributes:
+            value = info.attributes[name]
+            return (value, klass) if value else None
+        owner = self.by_key.get((klass[0], MODULE_KEY))
+        for ref, _ in info.bases:
+            target = self.resolve(owner, ref) if owner is not None else None
+            if target is not None and target.kind == "class":
+                found = self._attribute(target.klass, name, seen)
+                if found is not None:
+                    return found
+        return None
+
+    # ------------------------------------------------------------------ resolution
+
+    def _resolve(self, node: Node, ref: str, depth: int) -> Target | None:
+        if depth > MAX_RESOLVE_DEPTH:
+            return None
+        root, _, rest = ref.partition(":")
+        tokens = _tokens(rest)
+        if root == "I":
+            names = _leading_names(tokens)
+            found = self.layout.absolute(node.path, ".".join(names)) if names else None
+            if found is None:
+                return self._library(names, tokens[len(names):])
+            path, used = found
+            return self._walk(Target("module", path=path), _skip_names(tokens, used), depth)
+        if root.startswith("R") and root[1:].isdigit():
+            names = _leading_names(tokens)
+            found = self.layout.relative_import(node.path, int(root[1:]), ".".join(names))
+            if found is None:
+                return None
+            path, used = found
+            return self._walk(Target("module", path=path), _skip_names(tokens, used), depth)
+        if root == "M":
+            return self._walk(Target("module", path=node.path), tokens, depth)
+        if root == "F":
+            found = self.by_key.get((node.path, rest))
+            return Target("function", node=found) if found is not None else None
+        if root in ("S", "C", "U"):
+            owner = node.function.owner
+            if owner is None and node.function.parent is not None:  # a closure inside a method
+                parent = self.node(node.path, node.function.parent)
+                owner = parent.function.owner if parent is not None else None
+            if owner is None:
+                return None
+            klass = (node.path, owner)
+            if root == "U":
+                info = self.classes.get(klass)
+                module_node = self.by_key.get((node.path, MODULE_KEY))
+                base = None
+                for base_ref, _ in (info.bases if info else ()):
+                    base = self.resolve(module_node, base_ref) if module_node is not None else None
+                    if base is not None:
+                        break
+                if base is None or base.kind not in ("class", "library"):
+                    return None
+                start = Target("instance", klass=base.klass) if base.kind == "class" else base
+                return self._walk(start, tokens, depth)
+            return self._walk(Target("instance" if root == "S" else "class", klass=klass), tokens, depth)
+        if root == "B":
+            return self._library(["builtins", *_leading_names(tokens)], tokens[len(_leading_names(tokens)):])
+        return None
+
+    @staticmethod
+    def _library(names: list[str], rest: list[str]) -> Target | None:
+        parts = [*names, *(t for t in rest if t != CALLED)]
+        return Target("library", name=".".join(parts)) if parts else None
+
+    def _walk(self, current: Target | None, tokens: list[str], depth: int) -> Target | None:
+        for token in tokens:
+            if current is None:
+                return None
+            current = self._step(current, token, depth)
+        return current
+
+    def _step(self, current: Target, token: str, depth: int) -> Target | None:
+        kind = current.kind
+        if kind == "library":
+            return current if token == CALLED else Target("library", name=f"{current.name}.{token}")
+        if token == CALLED:
+            if kind == "class":
+                return Target("instance", klass=current.klass)
+            return None  # the result of a project function, or of calling an instance: unknown
+        if kind == "module":
+            return self._module_attribute(current.path, token, depth)
+        if kind in ("class", "instance"):
+            method = self._method(current.klass, token)
+            if method is not None:
+                return Target("function", node=method)
+            found = self._attribute(current.klass, token)
+            if found is None:
+                return None
+            value, owner = found
+            holder = self._class_context(owner)
+            return self._resolve(self.nodes[holder], value, depth + 1) if holder is not None else None
+        return None
+
+    def _class_context(self, klass: tuple[str, str]) -> int | None:
+        """A node inside `klass` (its first method), to resolve values recorded on it (`self.x = ...`)."""
+        info = self.classes.get(klass)
+        if info is None:
+            return None
+        for key in info.methods.values():
+            found = self.by_key.get((klass[0], key))
+            if found is not None:
+                return found
+        return self.by_key.get((klass[0], MODULE_KEY))
+
+    def _module_attribute(self, path: str, name: str, depth: int) -> Target | None:
+        module = self.modules.get(path)
+        if module is None:  # a namespace folder: only submodules
+            found = self.layout.module_file(path, [name])
+            return Target("module", path=found) if found else None
+        if name in module.bindings:
+            value = module.bindings[name]
+            if value is None:
+                return None
+            if value == "M:" + name:  # defined here
+                node = self.by_key.get((path, name))
+                if node is not None:
+                    return Target("function", node=node)
+                if (path, name) in self.classes:
+                    return Target("class", klass=(path, name))
+                return None
+            owner = self.by_key.get((path, MODULE_KEY))
+            return self._resolve(self.nodes[owner], value, depth + 1) if owner is not None else None
+        if path.endswith("__init__.py"):
+            found = self.layout.module_file(os.path.dirname(path), [name])
+            if found is not None:
+                return Target("module", path=found)
+        return None
+
+    # ------------------------------------------------------------------ knowledge
+
+    def _classify(self, qualified: str, call: Call) -> Blocking | None:
+        if qualified not in self._classified:
+            entry = self.blocking_table.match(qualified)
+            method = None
+            if entry is None:
+                method = self.sdk.lookup(qualified)
+                if method is None or not method.generates or method.is_async:
+                    method = None
+            self._classified[qualified] = (entry, method) if entry is not None or method is not None else None
+        found = self._classified[qualified]
+        if found is None:
+            return None
+        entry, method = found
+        if entry is not None:
+            marker = entry.get("nonblocking_with")
+            if marker and marker in call.marks:
+                return None  # os.waitpid(pid, os.WNOHANG) returns at once
+            instead = entry.get("use_instead")
+            if call.mode and any(flag in call.mode for flag in "wax+") and entry.get("use_instead_write"):
+                instead = entry.get("use_instead_write")
+            return Blocking(call, qualified, f"use {instead}" if instead else None)
+        if method.exempt.no_model_call & set(call.keywords):
+            return None  # litellm.completion(mock_response=...) answers without a model
+        return Blocking(call, qualified, None, sdk=method)
+
+    def _is_test_function(self, node: Node) -> bool:
+        """`def test_x()` at module level or a method of `class TestX` (and what they define inside)."""
+        function = node.function
+        while function.parent is not None:
+            parent = self.node(node.path, function.parent)
+            if parent is None:
+                break
+            function = parent.function
+        if function.owner is not None:
+            owner = function.owner.rsplit(".", 1)[-1]
+            return any(fnmatch.fnmatchcase(owner, pattern) for pattern in self.knowledge.test_classes)
+        return any(fnmatch.fnmatchcase(function.name, pattern) for pattern in self.knowledge.test_functions)
+
+    def _is_test_module(self, path: str, module: ModuleIndex) -> bool:
+        imports = self.knowledge.test_imports
+        if any(name.split(".", 1)[0] in imports for name in module.imports):
+            return True
+        relative = self.layout.relative(path)
+        name = relative.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(relative, pattern) or ("/" not in pattern and fnmatch.fnmatchcase(name, pattern))
+                   for pattern in self.knowledge.test_paths)
+
+    # ------------------------------------------------------------------ contexts
+
+    def _reach(self, seeds: list[int]) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
+        """Breadth first from `seeds` over every edge: the nodes reached and, for each, the one it was
+        reached from (shortest chains)."""
+        reached = set(seeds)
+        parent: dict[int, tuple[int, Call | None]] = {}
+        queue = deque(seeds)
+        while queue:
+            current = queue.popleft()
+            for callee, _, call in self.nodes[current].edges:
+                if callee not in reached and self.nodes[callee].path not in self.test_modules:
+                    reached.add(callee)
+                    parent[callee] = (current, call)
+                    queue.append(callee)
+        return reached, parent
+
+    def _chain(self, node_id: int, parent: dict[int, tuple[int, Call | None]]) -> list[tuple[int, Call | None]]:
+        """From the seed to `node_id`: (node, the call in it leading to the next node)."""
+        chain = [(node_id, None)]
+        seen = {node_id}
+        current = node_id
+        while current in parent:
+            caller, call = parent[current]
+            if caller in seen:
+                break
+            seen.add(caller)
+            chain.append((caller, call))
+            current = caller
+        chain.reverse()
+        return chain
+
+    def _interactive(self, node_id: int) -> bool:
+        """Reached from an interactive entry point (someone waits), not only from queued jobs."""
+        interactive = [n for n, e in self.entries.items() if e.kind == INTERACTIVE]
+        memo = getattr(self, "_interactive_set", None)
+        if memo is None:
+            memo = self._interactive_set = self._reach(interactive)[0]
+        return node_id in memo
+
+    def _concurrent_programs(self) -> set[int]:
+        """Nodes reached from an `asyncio.run` target whose program starts concurrent work."""
+        out: set[int] = set()
+        for root in self.loop_roots:
+            program, _ = self._reach([root])
+            if any(self._starts_concurrency(n) for n in program):
+                out |= program
+        return out
+
+    def _starts_concurrency(self, node_id: int) -> bool:
+        concurrency = self.knowledge.concurrency
+        for call in self.nodes[node_id].function.calls:
+            qualified = self.qualified(node_id, call.ref)
+            if concurrency.match(qualified) or (qualified is None and concurrency.match(call.text)):
+                return True
+        return False
+
+    def _blocking(self) -> dict[int, tuple[Call, int | None, Blocking | None]]:
+        """For each sync project function that blocks: (the call, the next function or None, the blocking
+        library call when direct), found backwards from the direct ones over sync calls."""
+        if self._blocks is not None:
+            return self._blocks
+        blocks: dict[int, tuple[Call, int | None, Blocking | None]] = {}
+        callers: dict[int, list[tuple[int, Call]]] = {}
+        queue: deque[int] = deque()
+        for node in self.nodes:
+            function = node.function
+            if function.is_async or node.cached or not function.key:
+                continue
+            for callee, edge, call in node.edges:
+                if edge == E_CALL and call is not None and not call.lazy:
+                    callers.setdefault(callee, []).append((node.id, call))
+            for call in function.calls:
+                found = self.blocking_call(node.id, call)
+                if found is not None and not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
+                    blocks[node.id] = (call, None, found)
+                    queue.append(node.id)
+                    break
+        while queue:
+            current = queue.popleft()
+            for caller, call in callers.get(current, ()):
+                if caller not in blocks:
+                    blocks[caller] = (call, current, None)
+                    queue.append(caller)
+        self._blocks = blocks
+        return blocks
+
+
+# ----------------------------------------------------------------------------- references
+
+
+def _tokens(dotted: str) -> list[str]:
+    """`a.b().c` -> ["a", "b", "()", "c"]."""
+    out = []
+    for part in dotted.split(".") if dotted else []:
+        calls = 0
+        while part.endswith(CALLED):
+            part = part[: -len(CALLED)]
+            calls += 1
+        if part:
+            out.append(part)
+        out.extend([CALLED] * calls)
+    return out
+
+
+def _leading_names(tokens: list[str]) -> list[str]:
+    out = []
+    for token in tokens:
+        if token == CALLED:
+            break
+        out.append(token)
+    return out
+
+
+def _skip_names(tokens: list[str], count: int) -> list[str]:
+    return tokens[count:]
