@@ -30,7 +30,10 @@ client = OpenAI()
 
 
 def findings(source: str):
-    result = analyze_source("t.py", textwrap.dedent(source).encode(), CATALOG, ScanConfig(select=("LLM005",)))
+    """LLM005 in every execution context: what the rule decides about a log call (contexts are
+    tests/test_project_model.py's)."""
+    config = ScanConfig(select=("LLM005",), every_context=True)
+    result = analyze_source("t.py", textwrap.dedent(source).encode(), CATALOG, config)
     assert result.errors == []
     return [f for f in result.findings if f.rule == "LLM005"]
 

@@ -49,8 +49,8 @@ def test_warm_run_parses_nothing_and_reports_the_same(project: Path, monkeypatch
     def no_analysis(*args, **kwargs):
         raise AssertionError("a fully cached run analyses nothing")
 
-    monkeypatch.setattr(engine, "analyze_source", no_analysis)
-    monkeypatch.setattr("llmdoctor.scan.parallel.analyze_source", no_analysis)
+    monkeypatch.setattr(engine, "analyze_module", no_analysis)
+    monkeypatch.setattr("llmdoctor.scan.parallel.analyze_module", no_analysis)
     warm, second = scan(project)
     assert second.cache.stats.misses == 0 and second.cache.stats.hits == first.cache.stats.misses
     assert warm == cold

@@ -27,4 +27,4 @@ def test_wheel_contains_every_rule_file(tmp_path):
     expected = {f"llmdoctor/rules/{name}" for name in ("llm002.yaml", "llm004.yaml", "common.yaml")}
     assert expected <= shipped
     assert shipped <= names
-    assert "llmdoctor/scan/rules/llm004.py" in names
+    assert "llmdoctor/scan/rules/llm002.py" in names and "llmdoctor/scan/project/llm004.py" in names

@@ -35,7 +35,9 @@ def test_index_needs_every_component() -> None:
 def test_blocking_module_without_the_blocking_function_is_not_parsed() -> None:
     result = analyse("import time\nimport os\n\nasync def f():\n    return time.time(), os.getpid()\n")
     assert result.prefiltered and not result.parsed
-    assert analyse("import time\n\nasync def f():\n    time.sleep(1)\n").parsed
+    # LLM004 asks the project model (CPython's ast index): libcst never parses for it
+    blocking = analyse("import time\n\nasync def f():\n    time.sleep(1)\n")
+    assert not blocking.parsed and [f.rule for f in blocking.findings] == ["LLM004"]
 
 
 SOURCES = sorted((REPO / "fixtures" / "python").rglob("*.py"))

@@ -30,7 +30,9 @@ KNOWLEDGE = sdk_knowledge(CATALOG)
 
 
 def scan(source: str, catalog=CATALOG) -> list[tuple[int, str]]:
-    result = analyze_source("t.py", textwrap.dedent(source).encode(), catalog, ScanConfig())
+    """Findings in every execution context: these tests check what the rules decide about a call itself
+    (where each is reported is tests/test_project_model.py's)."""
+    result = analyze_source("t.py", textwrap.dedent(source).encode(), catalog, ScanConfig(every_context=True))
     assert result.errors == []
     return sorted((f.line, f.rule) for f in result.findings)
 
@@ -139,12 +141,12 @@ SDK_FILES = {
     "openai": ["openai_fastapi_service.py", "openai_module_and_legacy.py"],
     "anthropic": ["anthropic_support_bot.py"],
     "litellm": ["litellm_gateway.py"],
-    "google-genai": ["genai_streamlit_app.py", "genai_async_worker.py"],
-    "mistralai": ["mistral_cli.py"],
+    "google-genai": ["genai_streamlit_app.py", "genai_async_worker.py", "genai_fastapi_service.py"],
+    "mistralai": ["mistral_cli.py", "mistral_review_service.py"],
     "cohere": ["cohere_rag_service.py"],
     "ollama": ["ollama_gradio_app.py"],
     "groq": ["groq_discord_bot.py"],
-    "together": ["together_batch_script.py"],
+    "together": ["together_batch_script.py", "together_chat_api.py"],
     "huggingface_hub": ["hf_inference_api.py"],
 }
 # LLM006 cannot fire where `timeout=None` means the library default (litellm, cohere, google-genai)

@@ -67,33 +67,39 @@ def test_the_documented_wrapper_table_reports_what_the_doc_promises(cli, tmp_pat
     write(tmp_path, "corp-rules/mycorp.yaml", doc_wrapper_table())
     write(tmp_path, "service.py", """\
         import logging
+        from fastapi import FastAPI
         from mycorp.llm import AsyncClient, Client
 
         logger = logging.getLogger(__name__)
+        app = FastAPI()
         client = Client()
         aclient = AsyncClient()
 
 
+        @app.post("/ask")
         def handler(q):
             return client.ask(q)
 
 
+        @app.post("/fresh")
         def per_request(q):
             fresh = Client()
             return "".join(fresh.ask_stream(q))
 
 
+        @app.post("/async")
         async def async_handler(q):
             answer = client.ask(q)
             return answer, [p async for p in aclient.ask_stream(q)], client.embed(q)
 
 
+        @app.post("/noisy")
         def noisy(q):
             logger.info(client.ask(q))
         """)
     code, found = scan_json(cli, tmp_path, "--rules-dir", "corp-rules", "service.py")
-    promised = {("service.py", 10, "LLM001"), ("service.py", 14, "LLM003"), ("service.py", 19, "LLM001"),
-                ("service.py", 19, "LLM004"), ("service.py", 24, "LLM001"), ("service.py", 24, "LLM005")}
+    promised = {("service.py", 13, "LLM001"), ("service.py", 18, "LLM003"), ("service.py", 24, "LLM001"),
+                ("service.py", 24, "LLM004"), ("service.py", 30, "LLM001"), ("service.py", 30, "LLM005")}
     assert code == 1
     assert set(found) == {f for f in promised if f[2] in IMPLEMENTED}
     fix = cli("scan", "--no-cache", "--select", "LLM004", "--rules-dir", "corp-rules", "service.py",

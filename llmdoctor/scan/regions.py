@@ -16,9 +16,9 @@ also need a call that can resolve to one (`Region.may_call`: callee chains, thei
 semantic model resolves them). Dependencies between units are kept too:
 - an assignment to `self.<attr>` types that attribute for every later method of the class (semantic.py): a
   method that sets an attribute a needed sibling reads is needed;
-- a module-level statement that binds a name the kept code uses is needed;
-- a rule that follows calls between module-level functions (`follows_calls`: LLM003's run-once graph) needs
-  every unit that names a needed module-level function.
+- a module-level statement that binds a name the kept code uses is needed.
+Who calls whom (the project model's call graph) is read from CPython's ast of the whole file, never from
+the pruned text.
 Rules keep their other cross-unit state in their own `region_may_fire` (LLM005: SDK imports inside
 functions; LLM006: `HTTPAdapter` subclasses and `session.request = ...`).
 """
@@ -176,13 +176,9 @@ def _body_lines(unit: Unit, parts: list[str]) -> tuple[int, int, str] | None:
 def _dropped_units(facts: CodeFacts, active, catalog) -> list[Unit]:
     """The units to leave out: not needed, and at module level or in a kept class.
 
-    A unit is needed for its meaning when a rule may report in it (`region_may_fire`), when it sets an
-    attribute that such a method of its class reads, or (a module-level statement) when it binds a name the
-    kept code uses; it is needed for its calls alone when a rule follows calls and it names a needed
-    module-level function (only the call's place matters there, so what it reads is not needed)."""
+    A unit is needed when a rule may report in it (`region_may_fire`), when it sets an attribute that such
+    a method of its class reads, or (a module-level statement) when it binds a name the kept code uses."""
     context = _Context(facts)
-    follows_calls = any(getattr(cls, "follows_calls", False) for cls, _ in active)
-    kept_defs: set[str] = set()  # names of needed module-level functions
     used = set(facts.words)  # words of the module-level code that is always kept, and of the kept units
     read_attrs: dict[int, set[str]] = {}  # id(class unit) -> words of its methods needed for their meaning
     meaning: set[int] = set()
@@ -198,16 +194,13 @@ def _dropped_units(facts: CodeFacts, active, catalog) -> list[Unit]:
                 changed = True
                 if unit.parent is not None and not unit.is_class:
                     read_attrs.setdefault(id(unit.parent), set()).update(unit.words)
-            if key in kept or not (key in meaning or (
-                    follows_calls and not kept_defs.isdisjoint(context.every_word(unit)))):
+            if key in kept or key not in meaning:
                 continue
             kept.add(key)
             changed = True
             used |= unit.words
             if unit.is_class:
                 considered.extend(unit.children)
-            elif unit.parent is None and unit.is_def:
-                kept_defs.add(unit.node.name)
     return [unit for unit in considered if id(unit) not in kept]
 
 
@@ -239,9 +232,6 @@ class _Context:
         self.relevant: dict[int, bool] = {}
         self._attr_sites: dict[int, dict[str, set[str]]] = {}
         self._every: dict[int, Facts] = {}
-
-    def every_word(self, unit: Unit) -> set[str]:
-        return self._aggregate(unit).words
 
     def _aggregate(self, unit: Unit) -> Facts:
         """The unit's facts with those of the units inside it (a class's methods); never changes a unit."""

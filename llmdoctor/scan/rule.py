@@ -111,7 +111,6 @@ class Rule:
 
     # ------------------------------------------------------------------ regions (llmdoctor/scan/regions.py)
 
-    follows_calls: ClassVar[bool] = False  # reads which module-level functions call which (a run-once graph)
     names_are_callees: ClassVar[bool] = True  # reports calls to `prefilter_names` (not calls they only begin)
 
     @classmethod

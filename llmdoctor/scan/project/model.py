@@ -321,7 +321,7 @@ class ProjectModel:
             if found is not None:
                 route = ""
                 if decorator.literal is not None and decorator.literal.startswith("/"):
-                    route = f"{decorator.text.rsplit('.', 1)[-1].upper()} {decorator.literal}"
+                    route = _route(decorator.text, decorator.literal)
                 self.entries.setdefault(node.id, Entry(node.id, found[0], found[1], route))
                 continue
             if self.knowledge.once_decorators.match(qualified) or self.knowledge.once_decorators.match(decorator.text):
@@ -330,8 +330,8 @@ class ProjectModel:
             if (qualified is None and decorator.called and decorator.literal is not None
                     and decorator.literal.startswith("/") and "." in decorator.text
                     and decorator.text.rsplit(".", 1)[-1] in ROUTE_METHODS):
-                method = decorator.text.rsplit(".", 1)[-1].upper()  # `@api.post("/chat")` on an app we cannot type
-                self.entries.setdefault(node.id, Entry(node.id, "route", INTERACTIVE, f"{method} {decorator.literal}"))
+                route = _route(decorator.text, decorator.literal)  # `@api.post("/chat")` on an app we cannot type
+                self.entries.setdefault(node.id, Entry(node.id, "route", INTERACTIVE, route))
 
     def _call_edges(self, node: Node, call: Call) -> None:
         edge = _EDGE_OF_CALL.get(call.kind, E_CALL)
@@ -752,6 +752,12 @@ class ProjectModel:
 
 
 # ----------------------------------------------------------------------------- references
+
+
+def _route(decorator: str, path: str) -> str:
+    """`POST /chat` for `@app.post("/chat")`; the path alone for `@app.route(...)` / `api_route`."""
+    method = decorator.rsplit(".", 1)[-1]
+    return path if method in ("route", "api_route", "websocket_route") else f"{method.upper()} {path}"
 
 
 def _tokens(dotted: str) -> list[str]:

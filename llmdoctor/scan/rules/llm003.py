@@ -81,7 +81,6 @@ def lifetime(catalog) -> Lifetime:
 
 class ClientPerCall(Rule):
     code = "LLM003"
-    follows_calls = True  # a module-level function called only from module level or run-once ones runs once
 
     @classmethod
     def any_literals(cls, spec, catalog) -> frozenset[str]:
