@@ -20,7 +20,8 @@ from llmdoctor.scan import parallel
 from llmdoctor.scan.parallel import ScanExecutor
 from llmdoctor.scan.runner import ScanOptions, run_scan
 
-HIT = "import time\n\nasync def handler():\n    time.sleep(1)\n"
+# a finding of a libcst rule (LLM006), so that every file holding it is parsed by libcst
+HIT = "import requests\n\ndef handler(url):\n    requests.get(url)\n"
 GUARD = 60  # seconds: a hang guard only
 
 
@@ -77,13 +78,13 @@ def test_an_and_chain_that_segfaults_libcst_is_one_input_error(cli, tmp_path, jo
 def _killing_analyze(real):
     parent = os.getpid()
 
-    def analyze(path, data, catalog, config, isolate=None):
+    def analyze(path, data, catalog, config, **options):
         if "crash" in os.path.basename(path) and os.getpid() != parent:
             import faulthandler
 
             faulthandler.disable()  # pytest's would print the stack of the "crash" (a real one prints nothing)
             os.kill(os.getpid(), signal.SIGSEGV)
-        return real(path, data, catalog, config, isolate=isolate)
+        return real(path, data, catalog, config, **options)
     return analyze
 
 
@@ -94,34 +95,34 @@ def test_a_dead_worker_costs_no_other_file_its_result(tmp_path, monkeypatch):
     root = project_with(tmp_path / "p", {"crash_a.py": HIT, "crash_b.py": HIT}, ok_files=30)
     options = ScanOptions(cwd=str(root), isolated=True)
     expected = run_scan(["."], options, analyze=ScanExecutor(jobs=1, use_cache=False))
-    monkeypatch.setattr(parallel, "analyze_source", _killing_analyze(parallel.analyze_source))
+    monkeypatch.setattr(parallel, "analyze_module", _killing_analyze(parallel.analyze_module))
     report = run_scan(["."], options, analyze=ScanExecutor(jobs=2, use_cache=False))
     assert report.findings == [f for f in expected.findings if "crash" not in f.path]
     assert [(e.path, "SIGSEGV" in e.reason) for e in report.errors] == [("crash_a.py", True), ("crash_b.py", True)]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolation uses fork")
-def test_a_file_python_rejects_is_parsed_in_a_process_of_its_own(tmp_path, monkeypatch):
-    """Without CPython's tree nothing predicts what libcst does with a file (newer syntax than this Python, say):
-    with --jobs 1 it is analysed in a child process, so a crash there is that file's error."""
+def test_a_file_python_rejects_is_never_handed_to_libcst(tmp_path, monkeypatch):
+    """CPython's ast reads every file for the project model: a syntax error is reported in its words, and
+    libcst (which nothing could protect from such a file) never sees it, in this process or another."""
     from llmdoctor.scan import engine
 
     parent, seen = os.getpid(), tmp_path / "seen"
-    real = engine.analyze_source
+    real = engine.analyze_module
 
-    def spy(path, data, catalog, config, isolate=None):
+    def spy(path, data, catalog, config, rules=True, isolate=None):
         where = "parent" if os.getpid() == parent else "child"
         with open(seen, "a") as log:
             log.write(f"{os.path.basename(path)} {where} {isolate is not None}\n")
-        return real(path, data, catalog, config, isolate=isolate)
+        return real(path, data, catalog, config, rules=rules, isolate=isolate)
 
     root = project_with(tmp_path / "p", {"broken.py": HIT + "def (:\n"}, ok_files=1)
-    monkeypatch.setattr(parallel, "analyze_source", spy)
+    monkeypatch.setattr(parallel, "analyze_module", spy)
     report = run_scan(["."], ScanOptions(cwd=str(root), isolated=True),
                       analyze=ScanExecutor(jobs=1, use_cache=False))
     assert [e.path for e in report.errors] == ["broken.py"] and "syntax error" in report.errors[0].reason
     calls = seen.read_text().splitlines()
-    assert "broken.py parent True" in calls and "broken.py child False" in calls
+    assert "broken.py parent True" in calls and not any(c.startswith("broken.py child") for c in calls)
     assert "ok0.py parent True" in calls and not any(c.startswith("ok0.py child") for c in calls)
     assert [f.path for f in report.findings] == ["ok0.py"]
 
@@ -165,12 +166,12 @@ def test_a_cache_file_that_is_a_fifo_or_a_device_is_not_read(cli, tmp_path, caps
     run_file.unlink()
     os.mkfifo(run_file)
     code, report = scan_json(cli, tmp_path)  # a hang here is the bug (the subprocess has a timeout)
-    assert code == 1 and [f["rule"] for f in report["findings"]] == ["LLM004"]
+    assert code == 1 and [f["rule"] for f in report["findings"]] == ["LLM006"]
     assert run_file.is_file() and not run_file.is_symlink()  # replaced by a real run file
     run_file.unlink()
     run_file.symlink_to("/dev/zero")  # read to its (no) end: a MemoryError
     code, out, _ = run_main(["scan", ".", "--format", "json"], tmp_path, capsys, monkeypatch)
-    assert code == 1 and [f["rule"] for f in json.loads(out)["findings"]] == ["LLM004"]
+    assert code == 1 and [f["rule"] for f in json.loads(out)["findings"]] == ["LLM006"]
     assert run_file.is_file() and not run_file.is_symlink()
 
 
@@ -311,7 +312,7 @@ def test_control_characters_in_file_names_are_escaped_in_text(cli, tmp_path, cap
     (tmp_path / "bad.py").write_text("x = (\n")
     result = cli("scan", ".", "--no-cache", cwd=tmp_path)
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
-    assert "esc\\x1b]0;PWNED\\x07\\x1b[2J.py:4:5: LLM004" in result.stdout
+    assert "esc\\x1b]0;PWNED\\x07\\x1b[2J.py:4:5: LLM006" in result.stdout
     _, github, _ = run_main(["scan", ".", "--no-cache", "--format", "github"], tmp_path, capsys, monkeypatch)
     assert "\x1b" not in github and "\x07" not in github and "esc\\x1b]0;PWNED" in github
 
@@ -335,7 +336,7 @@ def test_an_undecodable_file_name_is_strict_json_that_round_trips(cli, tmp_path,
 
 def test_5000_adjacent_strings_name_their_line_inside_the_file(tmp_path, capsys, monkeypatch):
     strings = " ".join(['"s"'] * 5000)
-    (tmp_path / "app.py").write_text(f"import time\n\nasync def handler():\n    x = ({strings})\n    time.sleep(1)\n")
+    (tmp_path / "app.py").write_text(f"import requests\n\ndef handler(url):\n    x = ({strings})\n    requests.get(url)\n")
     code, out, _ = run_main(["scan", ".", "--no-cache", "--format", "json"], tmp_path, capsys, monkeypatch)
     report = json.loads(out)
     (error,) = report["errors"]
@@ -359,4 +360,4 @@ def test_a_long_one_line_module_statement_no_rule_needs_is_left_out_of_the_parse
     assert pruned.splitlines()[5] == '""' and pruned.splitlines()[6] == "LATER = 1"
     assert len(pruned.splitlines()) == len(source.splitlines())
     result = analyze_source("app.py", source.encode(), catalog, ScanConfig())
-    assert [(f.rule, f.line) for f in result.findings] == [("LLM004", 4)]
+    assert [(f.rule, f.line) for f in result.findings] == [("LLM006", 4)]
