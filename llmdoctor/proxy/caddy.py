@@ -406,25 +406,22 @@ def proxies_from_caddyfile(cf: Caddyfile) -> list[Proxy]:
     return out
 
 
-def proxies_from_json(doc: YNode) -> list[Proxy]:
+def proxies_from_json(doc: YNode, shown: str) -> list[Proxy]:
+    """The reverse_proxy handlers of a JSON config (`shown`: the file, for every Where)."""
     servers = doc.get("apps", "http", "servers")
     out: list[Proxy] = []
-    shown = _json_path
     for name, server in servers.items() if servers else []:
         write_node = server.get("write_timeout")
         write = (durations.caddy(write_node.value), Where(shown, write_node.at)) if write_node else (None, None)
         found: list[Proxy] = []
-        _json_routes(server.get("routes"), f"server {name}", [], found)
+        _json_routes(server.get("routes"), f"server {name}", [], found, shown)
         for proxy in found:
             proxy.write_timeout = write
         out.extend(found)
     return out
 
 
-_json_path = ""
-
-
-def _json_encode(handler: YNode) -> Encode:
+def _json_encode(handler: YNode, shown: str) -> Encode:
     min_node = handler.get("minimum_length")
     min_length = int(min_node.value) if min_node and isinstance(min_node.value, int) and min_node.value else \
         DEFAULT_MIN_LENGTH
@@ -434,7 +431,7 @@ def _json_encode(handler: YNode) -> Encode:
         header = match.get("headers", "Content-Type")
         types = [e.value for e in header.elements()] if header is not None else ["*"]
     names = [k for k, _ in handler.get("encodings").items()] if handler.get("encodings") else []
-    return Encode(Where(_json_path, _handler_line(handler)), f"encode ({', '.join(names) or 'handler'})",
+    return Encode(Where(shown, _handler_line(handler)), f"encode ({', '.join(names) or 'handler'})",
                   _content_type_matches(types), min_length)
 
 
@@ -453,7 +450,7 @@ def _route_label(route: YNode, index: int) -> str:
     return f"route {' '.join(parts)}" if parts else f"route #{index + 1}"
 
 
-def _json_routes(routes: YNode | None, label: str, encodes: list[Encode], out: list[Proxy]) -> None:
+def _json_routes(routes: YNode | None, label: str, encodes: list[Encode], out: list[Proxy], shown: str) -> None:
     inherited = list(encodes)
     for index, route in enumerate(routes.elements() if routes else []):
         matched = route.get("match") is not None
@@ -461,26 +458,26 @@ def _json_routes(routes: YNode | None, label: str, encodes: list[Encode], out: l
         for handler in (route.get("handle").elements() if route.get("handle") else []):
             kind = handler.get("handler").value if handler.get("handler") else ""
             if kind == "encode":
-                local.append(_json_encode(handler))
+                local.append(_json_encode(handler, shown))
                 if not matched:
                     inherited.append(local[-1])
             elif kind == "subroute":
-                _json_routes(handler.get("routes"), f"{label} {_route_label(route, index)}", local, out)
+                _json_routes(handler.get("routes"), f"{label} {_route_label(route, index)}", local, out, shown)
             elif kind == "reverse_proxy":
                 upstreams = [u.get("dial").value for u in handler.get("upstreams").elements()] \
                     if handler.get("upstreams") else []
-                proxy = Proxy(Where(_json_path, _handler_line(handler)),
+                proxy = Proxy(Where(shown, _handler_line(handler)),
                               f"reverse_proxy {' '.join(str(u) for u in upstreams) or '(dynamic)'} in {label} "
                               f"{_route_label(route, index)}", encodes=list(local))
                 flush = handler.get("flush_interval")
                 if flush is not None:
-                    proxy.flush_interval = (durations.caddy(flush.value), Where(_json_path, flush.at))
+                    proxy.flush_interval = (durations.caddy(flush.value), Where(shown, flush.at))
                 buffered = handler.get("buffer_responses")
                 if buffered is not None and buffered.value is True:
-                    proxy.buffer_responses = Where(_json_path, buffered.at)
+                    proxy.buffer_responses = Where(shown, buffered.at)
                 buffers = handler.get("response_buffers")
                 if buffers is not None and isinstance(buffers.value, int) and buffers.value != 0:
-                    proxy.response_buffers = (buffers.value, Where(_json_path, buffers.at))
+                    proxy.response_buffers = (buffers.value, Where(shown, buffers.at))
                 transport = handler.get("transport")
                 if transport is not None and (transport.get("protocol") is None
                                               or transport.get("protocol").value == "http"):
@@ -488,7 +485,7 @@ def _json_routes(routes: YNode | None, label: str, encodes: list[Encode], out: l
                                       ("response_header_timeout", "response_header_timeout")):
                         node = transport.get(key)
                         if node is not None:
-                            setattr(proxy, attr, (durations.caddy(node.value), Where(_json_path, node.at)))
+                            setattr(proxy, attr, (durations.caddy(node.value), Where(shown, node.at)))
                 out.append(proxy)
 
 
@@ -600,7 +597,6 @@ def limits(proxy: Proxy) -> list[Limit]:
 
 def check(path: str, shown: str, options: Options, *, json_config: bool | None = None,
           text: str | None = None) -> Layer:
-    global _json_path
     layer = Layer("caddy", shown)
     text = read_text(path, shown=shown, named=True) if text is None else text
     if json_config is None:
@@ -609,8 +605,7 @@ def check(path: str, shown: str, options: Options, *, json_config: bool | None =
         doc = load_json_document(text, shown)
         if not isinstance(doc.value, dict):
             raise InputProblem(shown, "not a Caddy JSON config (no top-level object)")
-        _json_path = shown
-        found = proxies_from_json(doc)
+        found = proxies_from_json(doc, shown)
         layer.files = {shown}
     else:
         cf = parse_caddyfile(path, shown, text=text)
