@@ -577,3 +577,29 @@ def check(text: str, shown: str, options: Options,
     if not layer.routes and not layer.hits:
         layer.notices.append(f"{shown}: no Ingress or HTTPRoute: nothing to check")
     return layer, problems
+
+
+@dataclass
+class Rendered:
+    """What the controller writes for one Ingress path: the location's directives and the http-level ones."""
+
+    label: str
+    location_lines: list[str]
+    http_lines: list[str]
+    snippet_lines: list[str]
+
+
+def render(text: str, shown: str = "<manifests>") -> list[Rendered]:
+    """The nginx directives ingress-nginx renders for every Ingress path in `text` (rules/proxy/ingress-nginx.yaml
+    cites the template lines); configuration-snippet lines are appended as the template does (line 1365)."""
+    layer = Layer("kubernetes", shown)
+    objects = _objects(load_yaml_documents(text, shown))
+    config = _controller_config([(shown, o) for o in objects], layer)
+    http_stmts, _ = compression_stmts(config, shown) if config.given else ([], [])
+    http_lines = [s.text() for s in http_stmts]
+    out = []
+    for obj in (o for o in objects if _kind(o) == "Ingress"):
+        for location in _locations(obj, shown, config, []):
+            snippet = [line for line in (location.snippet.value.splitlines() if location.snippet else []) if line.strip()]
+            out.append(Rendered(location.label(), location.directive_lines(), http_lines, snippet))
+    return out
