@@ -84,11 +84,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _error(message: str, args: list[str], code: int) -> int:
+    from llmdoctor.limits import brief_text, json_safe, printable
+
+    message = brief_text(message, 1000)  # a usage error quotes the value: a 5,000-digit one is not repeated
     if _wants_json(args):
         import json
 
-        sys.stdout.write(json.dumps({"error": message}) + "\n")
-    typer.echo(f"llmdoctor: error: {message}", err=True)
+        sys.stdout.write(json.dumps({"error": json_safe(message)}) + "\n")
+    typer.echo(f"llmdoctor: error: {printable(message)}", err=True)  # paths and values from outside, escaped
     return code
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from typing import Any
 
 from llmdoctor.errors import UserError
@@ -48,14 +49,15 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_bounded(path: str | os.PathLike, limit: int, *, streams: bool = False, what: str = "file",
-                 follow: bool = True) -> bytes:
+def read_bounded(path: str | os.PathLike, limit: int, *, streams: bool = False, what: str = "a file",
+                 follow: bool = True, stop: Callable[[bytes], bool] | None = None) -> bytes:
     """The bytes of `path`, at most `limit` of them (more: InputProblem).
 
     A regular file is read whole. With `streams`, a pipe or character device is read once, up to `limit`
     (`<(cmd)`, `/dev/stdin`): a named pipe that no process has open for writing is an error at once instead
     of a wait forever. Without `streams`, anything but a regular file is an InputProblem naming its kind.
-    With `follow=False` a symbolic link is not opened (an InputProblem).
+    With `follow=False` a symbolic link is not opened (an InputProblem). `stop(first bytes)` true: a stream
+    returns what it read so far (a pipe that starts binary is not read to its, maybe no, end).
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow:
@@ -74,8 +76,10 @@ def read_bounded(path: str | os.PathLike, limit: int, *, streams: bool = False, 
         mode = os.fstat(fd).st_mode
         chunks: list[bytes] = []
         if not stat.S_ISREG(mode):
+            if stat.S_ISDIR(mode):
+                raise InputProblem("is a directory")
             if not (streams and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode))):
-                raise InputProblem(f"is {file_kind(mode)}, not a regular {what}")
+                raise InputProblem(f"is {file_kind(mode)}, not a regular file")
             if stat.S_ISFIFO(mode):
                 try:
                     first = os.read(fd, 1)  # non-blocking: b"" = no process has the pipe open for writing
@@ -86,7 +90,7 @@ def read_bounded(path: str | os.PathLike, limit: int, *, streams: bool = False, 
                 if first:
                     chunks.append(first)
         elif os.fstat(fd).st_size > limit:
-            raise InputProblem(f"is larger than {describe_bytes(limit)}: not a {what} llmdoctor reads")
+            raise InputProblem(f"is larger than {describe_bytes(limit)}: too large for {what}")
         _blocking(fd)
         size = sum(len(c) for c in chunks)
         while size <= limit:
@@ -95,8 +99,13 @@ def read_bounded(path: str | os.PathLike, limit: int, *, streams: bool = False, 
                 break
             chunks.append(chunk)
             size += len(chunk)
+            if stop is not None and not stat.S_ISREG(mode):
+                head = b"".join(chunks)
+                if stop(head):
+                    return head
+                stop = None  # asked once, of the first bytes
         if size > limit:
-            raise InputProblem(f"holds more than {describe_bytes(limit)}: not a {what} llmdoctor reads")
+            raise InputProblem(f"holds more than {describe_bytes(limit)}: too large for {what}")
         return b"".join(chunks)
     except OSError as err:
         raise InputProblem(f"cannot read: {err.strerror or err}") from None
@@ -232,6 +241,17 @@ def load_toml(text: str, source: str, max_depth: int = MAX_DEPTH) -> dict:
     return check_data(data, source, max_depth=max_depth)
 
 
+# ----------------------------------------------------------------------------- options
+
+MAX_SECONDS = 86_400  # a timeout option: a day at most (inf, 1e400 would never time out; nan compares false)
+
+
+def check_seconds(value: float, option: str = "--timeout", maximum: float = MAX_SECONDS) -> float:
+    if not 0 < value <= maximum:
+        raise UserError(f"{option} must be more than 0 and at most {maximum:,} seconds (got {value:g})")
+    return value
+
+
 # ----------------------------------------------------------------------------- values in messages
 
 
@@ -276,6 +296,14 @@ def printable(text: str) -> str:
     if not isinstance(text, str):
         text = str(text)
     return _UNPRINTABLE.sub(_escape, text) if _UNPRINTABLE.search(text) else text
+
+
+def escape_markup(text: str) -> str:
+    """`rich.markup.escape(printable(text))`: a value from outside, safe inside a rich markup line (renderers
+    import it as their `escape`)."""
+    from rich.markup import escape
+
+    return escape(printable(text))
 
 
 def printable_lines(text: str) -> str:

@@ -232,7 +232,7 @@ def test_vllm_starts_with_exactly_one_request_of_memory(cli):
 def test_config_from_an_endless_device_is_refused(cli):
     r = cli("kv-budget", "--model-config", "/dev/zero", timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "--model-config: /dev/zero is larger than 16 MiB: not a config.json" in r.stderr
+    assert "--model-config: /dev/zero holds more than 16 MiB: too large for a config.json" in r.stderr
 
 
 def test_a_batch_that_fits_only_at_steady_state_sliding_windows_is_flagged(cli):

@@ -387,7 +387,7 @@ def test_an_endless_device_is_read_up_to_a_bound(monkeypatch):
 
     monkeypatch.setattr(check_module, "MAX_STREAM", 4096)
     report = check(["/dev/zero"])
-    assert [(e.path, e.reason) for e in report.errors] == [("/dev/zero", "more than 0 MiB: not an nginx config or dump")]
+    assert [(e.path, e.reason) for e in report.errors] == [("/dev/zero", "holds more than 4 KiB: too large for an nginx config or dump")]
 
 
 def test_cli_location_narrows_the_streamed_locations(cli):

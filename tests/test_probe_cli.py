@@ -230,7 +230,7 @@ def test_url_without_scheme_never_shows_its_password(cli):
     (["http://x/", "--json", "@/dev/zero"], "--json @/dev/zero: larger than 64 MiB"),
     (["http://x/", "--data", "a", "--json", "{}"], "give one request body: --data and --json"),
     (["http://x/", "--format", "sarif"], "--format 'sarif': choose one of text, json"),
-    (["http://x/", "--timeout", "0"], "--timeout must be more than 0 seconds"),
+    (["http://x/", "--timeout", "0"], "--timeout must be more than 0 and at most 86,400 seconds"),
     (["http://x/", "-H", "X-Name: caf\u00e9"], "-H/--header 'X-Name': the value is not ASCII"),
     (["http://x/", "-X", "BAD METHOD"], "--method 'BAD METHOD' is not an HTTP method"),
 ])

@@ -20,7 +20,7 @@ def gpu(
                             help="vLLM --max-model-len (default: as vLLM, the model's max_position_embeddings, "
                                  "else 4096; --seq for short)."),
     tp: str = opt.TP,
-    bs: int = typer.Option(1, "--bs", min=1, help="With --tp auto: requests that must run at once."),
+    bs: int = typer.Option(1, "--bs", min=1, max=opt.MAX_BATCH, help="With --tp auto: requests that must run at once."),
     utilization: float = opt.UTILIZATION,
     dtype: str = opt.DTYPE,
     kv_dtype: str = opt.KV_DTYPE,
@@ -142,8 +142,7 @@ def _placement_dict(p) -> dict:
 
 
 def _render_text(snapshot, placements, budget, utilization, out) -> None:
-    from rich.markup import escape
-
+    from llmdoctor.limits import escape_markup as escape  # control characters from outside shown escaped
     from llmdoctor.report.render import make_console
     from llmdoctor.sizes import format_size
 

@@ -27,14 +27,14 @@ def kv_budget(
                                 show_envvar=False, help="Bearer key for a server started with --api-key "
                                 "(or LLMDOCTOR_API_KEY / VLLM_API_KEY / OPENAI_API_KEY)."),
     timeout: float = typer.Option(2.0, "--timeout", metavar="SECONDS", help="Wait this long for each server answer."),
-    bs: int = typer.Option(1, "--bs", min=1, help="Concurrent sequences (batch size)."),
+    bs: int = typer.Option(1, "--bs", min=1, max=opt.MAX_BATCH, help="Concurrent sequences (batch size)."),
     seq: str = typer.Option("4096", "--max-model-len", "--seq", metavar="TOKENS|auto",
                             help="Tokens per sequence, prompt + output (vLLM --max-model-len; --seq for short); "
                                  "auto: as vLLM computes it (the longest that fits; a server: its own)."),
     dtype: str = opt.DTYPE,
     kv_dtype: str = opt.KV_DTYPE,
     tp: str = opt.TP,
-    pp: int = typer.Option(None, "--pp", min=1, help="Pipeline-parallel stages, with vLLM's layer split (needs "
+    pp: int = typer.Option(None, "--pp", min=1, max=opt.MAX_GPUS, help="Pipeline-parallel stages, with vLLM's layer split (needs "
                            "--gpu-mem); with --tp auto and no --pp, stages are added only when needed."),
     block_size: int = opt.BLOCK_SIZE,
     kv_mem: str = typer.Option(None, "--kv-mem", metavar="SIZE", help="Memory for the KV cache per GPU (e.g. "
@@ -49,7 +49,7 @@ def kv_budget(
     engine: str = typer.Option("vllm", "--engine", metavar="vllm|sglang", help="Whose accounting."),
     mem_fraction_static: float = typer.Option(None, "--mem-fraction-static", help="SGLang's --mem-fraction-static "
                                               "(default: SGLang's own for --gpu-mem)."),
-    page_size: int = typer.Option(1, "--page-size", min=1, help="SGLang --page-size."),
+    page_size: int = typer.Option(1, "--page-size", min=1, max=2**16, help="SGLang --page-size."),
     list_models: bool = typer.Option(False, "--list-models", help="List the built-in models and exit."),
     fmt: str = format_option(*PLAIN_FORMATS),
 ) -> None:
@@ -70,8 +70,9 @@ def kv_budget(
         raise UserError(f"--engine {engine!r}: choose one of {', '.join(ENGINES)}")
     length = opt.length(seq)
     tp_size = opt.parallel_size(tp)
-    if not timeout > 0:
-        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
+    from llmdoctor.limits import check_seconds
+
+    check_seconds(timeout)  # inf or 1e400 would never time out against a silent server
     model_config = opt.model_config_path(model_config, legacy_config)
     if url and (model or model_config):
         raise UserError("give --url (ask the running server) or --model/--model-config (compute offline), not both")

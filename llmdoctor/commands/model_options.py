@@ -21,11 +21,15 @@ DTYPE = typer.Option("auto", "--dtype", help="Weights dtype: auto (config), fp32
 KV_DTYPE = typer.Option("auto", "--kv-dtype", help="KV cache dtype: auto (= model dtype), fp8, int8, fp16, bf16, fp32.")
 TP = typer.Option("1", "--tp", metavar="N|auto", help="Tensor-parallel GPUs (weights and KV heads split), or auto: "
                   "the fewest vLLM accepts where the batch fits.")
-BLOCK_SIZE = typer.Option(16, "--block-size", min=1, help="Tokens per KV block (vLLM default 16).")
+# bounds: past them no deployment exists and the arithmetic only costs time (docs/reliability.md)
+MAX_TOKENS = 2**31  # tokens per sequence or batch step (the longest context windows: ~10M)
+MAX_GPUS = 4096
+MAX_BATCH = 2**24  # concurrent sequences
+BLOCK_SIZE = typer.Option(16, "--block-size", min=1, max=2**16, help="Tokens per KV block (vLLM default 16).")
 UTILIZATION = typer.Option(0.9, "--utilization", help="vLLM --gpu-memory-utilization (0 < U ≤ 1).")
 OVERHEAD = typer.Option("2GiB", "--overhead", metavar="SIZE", help="Activation peak + CUDA context vLLM keeps out "
                         "of the KV cache (an assumption; vLLM measures it).")
-MAX_BATCHED_TOKENS = typer.Option(8192, "--max-batched-tokens", min=1, help="vLLM --max-num-batched-tokens "
+MAX_BATCHED_TOKENS = typer.Option(8192, "--max-batched-tokens", min=1, max=MAX_TOKENS, help="vLLM --max-num-batched-tokens "
                                   "(matters for sliding-window layers).")
 
 
@@ -60,11 +64,13 @@ def parallel_size(text: str, option: str = "--tp") -> int | None:
     if text.strip().lower() == "auto":
         return None
     try:
-        value = int(text)
+        value = int(text) if len(text.strip()) <= 20 else None
     except ValueError:
-        raise UserError(f"{option}: {text!r} is not a number of GPUs or `auto`") from None
-    if value < 1:
-        raise UserError(f"{option}: must be at least 1, got {value}")
+        value = None
+    if value is None:
+        raise UserError(f"{option}: {text.strip()[:40]!r} is not a number of GPUs or `auto`") from None
+    if not 1 <= value <= MAX_GPUS:
+        raise UserError(f"{option}: must be between 1 and {MAX_GPUS:,}, got {value:,}")
     return value
 
 
@@ -72,12 +78,15 @@ def length(text: str, option: str = "--max-model-len") -> int | None:
     """A positive number of tokens, or None for `auto` (vLLM's --max-model-len auto)."""
     if text.strip().lower() == "auto":
         return None
+    digits = text.replace("_", "").replace(",", "").strip()
     try:
-        value = int(text.replace("_", "").replace(",", ""))
+        value = int(digits) if len(digits) <= 20 else None
     except ValueError:
-        raise UserError(f"{option}: {text!r} is not a number of tokens or `auto`") from None
-    if value < 1:
-        raise UserError(f"{option}: must be at least 1, got {value}")
+        value = None
+    if value is None:
+        raise UserError(f"{option}: {text.strip()[:40]!r} is not a number of tokens or `auto`") from None
+    if not 1 <= value <= MAX_TOKENS:
+        raise UserError(f"{option}: must be between 1 and {MAX_TOKENS:,} tokens, got {value:,}")
     return value
 
 

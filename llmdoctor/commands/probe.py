@@ -123,16 +123,17 @@ def read_body(value: str, option: str) -> bytes:
     if value == "@-":
         return sys.stdin.buffer.read()
     if value.startswith("@"):
+        from llmdoctor.limits import InputProblem, read_bounded
+
         path = Path(value[1:])
-        try:
-            with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
-                content = handle.read(MAX_BODY_BYTES + 1)
-        except OSError as err:
-            raise UserError(f"{option} {value}: cannot read {path}: {err.strerror or err}") from None
-        if len(content) > MAX_BODY_BYTES:
-            raise UserError(f"{option} {value}: larger than {MAX_BODY_BYTES // 2**20} MiB; a probe needs a small "
-                            "request")
-        return content
+        try:  # bounded: a device such as /dev/zero never ends, a FIFO nobody writes to never starts
+            return read_bounded(path, MAX_BODY_BYTES, streams=True, what="a probe's request")
+        except InputProblem as problem:
+            if "too large" in problem.reason:
+                raise UserError(f"{option} {value}: larger than {MAX_BODY_BYTES // 2**20} MiB; a probe needs a "
+                                "small request") from None
+            reason = "Is a directory" if problem.reason == "is a directory" else problem.reason
+            raise UserError(f"{option} {value}: cannot read {path}: {reason.removeprefix('cannot read: ')}") from None
     return value.encode("utf-8")
 
 
@@ -140,11 +141,17 @@ def _valid_json(content: bytes) -> bytes:
     import json
 
     from llmdoctor.errors import UserError
+    from llmdoctor.limits import MAX_DEPTH, data_size
 
     try:
-        json.loads(content)
-    except ValueError as err:
-        raise UserError(f"--json: not valid JSON ({err})") from None
+        data = json.loads(content)
+    except ValueError as err:  # also a number past Python's 4,300-digit limit
+        raise UserError(f"--json: not valid JSON ({str(err)[:200]})") from None
+    except RecursionError:
+        raise UserError(f"--json: not valid JSON (nested too deeply; at most {MAX_DEPTH} levels are "
+                        "read)") from None
+    if data_size(data, max_depth=MAX_DEPTH)[1] > MAX_DEPTH:
+        raise UserError(f"--json: nested more than {MAX_DEPTH} levels: not a request body llmdoctor sends")
     return content
 
 

@@ -118,9 +118,9 @@ def _stdin_reader(*, implicit: bool):
 def _served(url: str, api_key: str | None, timeout: float) -> tuple[str, int | None]:
     """(model id, max_model_len) the server at `url` lists in /v1/models."""
     from llmdoctor.kv import live
+    from llmdoctor.limits import check_seconds
 
-    if not timeout > 0:
-        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
+    check_seconds(timeout)  # inf or 1e400 would never time out against a silent server
     client = live.Client(url, api_key, timeout)
     notes: list[str] = []
     try:

@@ -10,7 +10,6 @@ otherwise a non-null `sliding_window` applies to every layer (Mistral v0.1, Phi-
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,18 +180,17 @@ def load_config_file(path: str | Path, option: str = "--model-config") -> tuple[
         p = p / "config.json"
     if not p.exists():
         raise UserError(f"{option}: {p} does not exist; give a Hugging Face config.json or a folder holding one")
+    from llmdoctor.limits import InputProblem, load_json, read_bounded
+
+    try:  # bounded: a device such as /dev/zero never ends, a FIFO nobody writes to never starts
+        raw = read_bounded(p, _MAX_CONFIG_BYTES, streams=True, what="a config.json")
+    except InputProblem as problem:
+        raise UserError(f"{option}: {p} {problem.reason}") from None
     try:
-        with p.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
-            raw = handle.read(_MAX_CONFIG_BYTES + 1)
-        if len(raw) > _MAX_CONFIG_BYTES:
-            raise UserError(f"{option}: {p} is larger than {_MAX_CONFIG_BYTES // 2**20} MiB: not a config.json")
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise UserError(f"{option}: {p} is not UTF-8 text") from None
-    except json.JSONDecodeError as err:
-        raise UserError(f"{option}: {p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg})") from None
-    except OSError as err:
-        raise UserError(f"{option}: cannot read {p}: {err.strerror}") from None
+    data = load_json(text, f"{option}: {p}")  # nesting and integer digits bounded (llmdoctor/limits.py)
     if not isinstance(data, dict):
         raise UserError(f"{option}: {p}: expected a JSON object at the top level")
     return data, str(p)
@@ -206,15 +204,48 @@ def _merged(config: dict) -> dict:
     return config
 
 
+# The largest value a real model's config has for each key, with room to spare (the largest published: 126
+# layers, hidden 25,600 / 53,248 for MoE experts' intermediate, 256 experts, vocab 262,144, 10M positions): a
+# number past it is a typo or a hostile file, and arithmetic on it costs unbounded time and memory (100,000,000
+# layers took 87 s and 800 MB; 2**64 overflowed). docs/reliability.md lists them.
+CONFIG_MAXIMA = {
+    "num_hidden_layers": 4096, "n_layer": 4096, "num_layers": 4096, "max_window_layers": 4096,
+    "first_k_dense_replace": 4096, "sliding_window_pattern": 4096,
+    "hidden_size": 2**20, "n_embd": 2**20, "d_model": 2**20,
+    "num_attention_heads": 2**16, "n_head": 2**16, "num_key_value_heads": 2**16, "num_kv_heads": 2**16,
+    "n_head_kv": 2**16, "multi_query_group_num": 2**16, "head_dim": 2**16,
+    "intermediate_size": 2**24, "ffn_hidden_size": 2**24, "n_inner": 2**24, "moe_intermediate_size": 2**24,
+    "vocab_size": 2**24,
+    "kv_lora_rank": 2**16, "qk_rope_head_dim": 2**16, "qk_nope_head_dim": 2**16, "v_head_dim": 2**16,
+    "q_lora_rank": 2**16,
+    "num_local_experts": 2**16, "n_routed_experts": 2**16, "num_experts": 2**16, "n_shared_experts": 2**16,
+    "sliding_window": 2**40, "max_position_embeddings": 2**40,
+}
+DEFAULT_MAXIMUM = 2**40
+
+
+def _bounded(source: str, key: str, value: int) -> int:
+    maximum = CONFIG_MAXIMA.get(key, DEFAULT_MAXIMUM)
+    if value > maximum:
+        from llmdoctor.limits import brief
+
+        raise UserError(f"{source}: `{key}` is {brief(value, 30)}, more than any model has (at most {maximum:,} "
+                        "is read): check the config")
+    return value
+
+
 def _int(cfg: dict, source: str, *keys: str, required: bool = True) -> int | None:
-    """The first of `keys` present, a positive integer; UserError naming the key (and the architecture)."""
+    """The first of `keys` present, a positive integer at most CONFIG_MAXIMA[key]; UserError naming the key (and
+    the architecture)."""
     for key in keys:
         value = cfg.get(key)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise UserError(f"{source}: `{key}` must be a positive integer, got {value!r}")
-        return value
+            from llmdoctor.limits import brief
+
+            raise UserError(f"{source}: `{key}` must be a positive integer, got {brief(value, 40)}")
+        return _bounded(source, key, value)
     if required:
         names = " / ".join(f"`{k}`" for k in keys)
         raise UserError(f"{source}: missing key {names} for {describe_architecture(cfg)}; llmdoctor reads "
@@ -289,8 +320,10 @@ def _count(cfg: dict, source: str, key: str) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UserError(f"{source}: `{key}` must be a non-negative integer, got {value!r}")
-    return value
+        from llmdoctor.limits import brief
+
+        raise UserError(f"{source}: `{key}` must be a non-negative integer, got {brief(value, 40)}")
+    return _bounded(source, key, value)
 
 
 def _windows(cfg: dict, layers: int, source: str) -> tuple[int | None, ...]:

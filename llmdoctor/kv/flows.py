@@ -22,7 +22,7 @@ class View:
 
 
 def escape(text: object) -> str:
-    from rich.markup import escape
+    from llmdoctor.limits import escape_markup as escape  # control characters from outside shown escaped
 
     return escape(str(text))
 

@@ -55,7 +55,7 @@ class Response:
     def json(self) -> object | None:
         try:
             return json.loads(self.body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # a server's garbage (too deep, huge ints)
             return None
 
     @property

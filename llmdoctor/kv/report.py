@@ -157,8 +157,7 @@ def wrap(text: str, width: int = WIDTH, indent: int = 0, hanging: str = "  ") ->
 
 
 def render_text(b: Budget, source: str, out: TextIO) -> None:
-    from rich.markup import escape
-
+    from llmdoctor.limits import escape_markup as escape  # control characters from outside shown escaped
     from llmdoctor.report.render import make_console
 
     console = make_console(out)

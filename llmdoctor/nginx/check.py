@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from llmdoctor.errors import UserError
+from llmdoctor.limits import InputProblem, read_bounded
 from llmdoctor.nginx.config import Config, load_directory, load_dump, load_file, split_dump
 from llmdoctor.nginx.effective import Unit, build_levels, proxied_units
 from llmdoctor.nginx.rules import CHECKS, Options
@@ -38,11 +39,9 @@ def read_input(path: str, stdin_text: str | None = None, conf_dir: str | None = 
     if not target.is_file():  # a pipe (`llmdoctor nginx <(ssh host nginx -T)`) or a device: read it once
         return _read_stream(path, conf_dir)
     try:
-        head = target.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        config = Config()
-        config.errors.append(InputError(display_path(path), f"cannot read: {err.strerror or err}"))
-        return config
+        head = read_bounded(target, MAX_STREAM, what="an nginx config").decode("utf-8", errors="replace")
+    except InputProblem as problem:
+        return _empty(display_path(path), problem.reason)
     if not head.strip():
         return _empty(display_path(path), "the file is empty: nothing to check (is this the config nginx loads?)")
     dump = split_dump(head)
@@ -58,13 +57,10 @@ def _empty(shown: str, reason: str) -> Config:
 def _read_stream(path: str, conf_dir: str | None) -> Config:
     """A named pipe or device: it can be read only once, and need not end (/dev/zero): at most MAX_STREAM."""
     shown = display_path(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_STREAM + 1)
-    except OSError as err:
-        return _empty(shown, f"cannot read: {err.strerror or err}")
-    if len(raw) > MAX_STREAM:
-        return _empty(shown, f"more than {MAX_STREAM // 2**20} MiB: not an nginx config or dump")
+    try:  # a named pipe nobody writes to is an error at once (it would block forever)
+        raw = read_bounded(path, MAX_STREAM, streams=True, what="an nginx config or dump")
+    except InputProblem as problem:
+        return _empty(shown, problem.reason)
     text = raw.decode("utf-8", errors="replace")
     if not text.strip():
         return _empty(shown, "nothing to read: the pipe was empty")

@@ -14,13 +14,18 @@ import fnmatch
 import glob
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmdoctor.limits import InputProblem, file_kind, read_bounded
 from llmdoctor.report.model import InputError, display_path
 
 _DUMP_HEADER = re.compile(r"^# configuration file (?P<path>.+):\s*$")
+MAX_FILE_BYTES = 64 * 2**20  # one config file (an `nginx -T` dump of a large site is a few MB)
+MAX_NESTING = 100  # blocks and includes around a statement (real configs: under 10)
+MAX_INCLUDE_DEPTH = 50  # files in one include chain
 
 
 @dataclass
@@ -115,13 +120,21 @@ class _Files:
                 return None, "not in the nginx -T dump"
             return self._on_disk[path], self._dump[path]
         try:
-            with open(path, "rb") as handle:
-                raw = handle.read()
-        except IsADirectoryError:
-            return None, "cannot read: it is a directory"
-        except OSError as err:
-            return None, f"cannot read: {err.strerror or err}"
+            raw = read_bounded(path, MAX_FILE_BYTES, what="an nginx config")
+        except InputProblem as problem:
+            reason = problem.reason
+            return None, reason if reason.startswith(("cannot read", "no such")) else f"cannot read: it {reason}"
         return path, raw.decode("utf-8", errors="replace")
+
+    def kind(self, path: str) -> str | None:
+        """What `path` is when it exists but is neither a regular file nor a folder (a FIFO...), else None."""
+        if self._dump is not None and (self._disk is None or path in self._dump):
+            return None
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return None
+        return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else file_kind(mode)
 
 
 class _Reader:
@@ -158,21 +171,26 @@ class _Reader:
         else:
             self.config.files.add(path)
             self.config.lines[path] = text.splitlines()
-            payload = crossplane.parse(
-                parse_path,
-                single=True,
-                combine=False,
-                check_ctx=False,
-                check_args=False,
-                strict=False,
-                catch_errors=True,
-                onerror=lambda e: getattr(e, "strerror", None) or str(e),
-            )
-            entry = payload["config"][0]
-            problem = syntax_error(parse_path, text)
-            if problem is None and payload["errors"]:
-                first = payload["errors"][0]
-                problem = (first.get("callback") or first["error"], first["line"])
+            problem = syntax_error(parse_path, text)  # also refuses blocks nested past MAX_NESTING
+            if problem is None:
+                try:
+                    payload = crossplane.parse(
+                        parse_path,
+                        single=True,
+                        combine=False,
+                        check_ctx=False,
+                        check_args=False,
+                        strict=False,
+                        catch_errors=True,
+                        onerror=lambda e: getattr(e, "strerror", None) or str(e),
+                    )
+                except RecursionError:
+                    payload = {"config": [{"parsed": []}], "errors": [
+                        {"error": f"blocks nested too deeply to read (at most {MAX_NESTING} levels)", "line": None}]}
+                entry = payload["config"][0]
+                if payload["errors"]:
+                    first = payload["errors"][0]
+                    problem = (first.get("callback") or first["error"], first["line"])
             if problem is not None:
                 self.error(path, f"syntax error: {problem[0]}", problem[1])
             else:
@@ -180,23 +198,33 @@ class _Reader:
         self._parsed[path] = parsed
         return parsed
 
-    def read(self, path: str, stack: tuple[str, ...] = (), origin: tuple[str, int, str] | None = None) -> list[Stmt]:
+    def read(self, path: str, stack: tuple[str, ...] = (), origin: tuple[str, int, str] | None = None,
+             depth: int = 0) -> list[Stmt]:
         parsed = self._parse(path, origin)
         if parsed is None:
             return []
-        return self._convert(parsed, path, (*stack, path))
+        return self._convert(parsed, path, (*stack, path), depth)
 
-    def _convert(self, parsed: list[dict], path: str, stack: tuple[str, ...]) -> list[Stmt]:
+    def _convert(self, parsed: list[dict], path: str, stack: tuple[str, ...], depth: int = 0) -> list[Stmt]:
+        """Statements with includes spliced in; `depth`: blocks and includes around them (at most MAX_NESTING,
+        which bounds every walk of the tree that follows)."""
         out: list[Stmt] = []
         for item in parsed:
             if item["directive"] == "include" and "block" not in item:
-                out.extend(self._include(item, path, stack))
+                out.extend(self._include(item, path, stack, depth))
                 continue
-            block = self._convert(item["block"], path, stack) if "block" in item else None
+            block = None
+            if "block" in item:
+                if depth >= MAX_NESTING:
+                    self.error(path, f"blocks and includes nested more than {MAX_NESTING} levels deep: not read "
+                                     "further (nginx configs nest a few levels)", item["line"])
+                    block = []
+                else:
+                    block = self._convert(item["block"], path, stack, depth + 1)
             out.append(Stmt(item["directive"], list(item["args"]), path, item["line"], block))
         return out
 
-    def _include(self, item: dict, path: str, stack: tuple[str, ...]) -> list[Stmt]:
+    def _include(self, item: dict, path: str, stack: tuple[str, ...], depth: int = 0) -> list[Stmt]:
         line = item["line"]
         if len(item["args"]) != 1:
             self.error(path, "include takes exactly one file name or glob", line)
@@ -211,6 +239,10 @@ class _Reader:
             self.error(path, f"include {pattern}: {full} is a directory; include takes a file or a glob, e.g. "
                              f"`include {pattern.rstrip('/')}/*.conf;`", line)
             return []
+        elif self.files.kind(full):
+            self.error(path, f"include {pattern}: {full} is {self.files.kind(full)}, not a config file (nginx "
+                             "would wait on it or read it forever): not read", line)
+            return []
         else:
             where = (" (check the dump of the server's config: `nginx -T > dump.txt`)" if os.path.isabs(pattern)
                      else f" (nginx resolves relative includes against {self.conf_dir}; see --conf-dir)")
@@ -222,7 +254,12 @@ class _Reader:
                 chain = " -> ".join(display_path(p) for p in (*stack[stack.index(name):], name))
                 self.error(path, f"include cycle: {chain}", line)
                 continue
-            out.extend(self.read(name, stack, (path, line, pattern)))
+            if depth >= MAX_NESTING or len(stack) >= MAX_INCLUDE_DEPTH:
+                chain = " -> ".join(display_path(p) for p in (stack[0], "...", stack[-1], name))
+                self.error(path, f"includes nested more than {min(len(stack), MAX_INCLUDE_DEPTH)} files deep "
+                                 f"({chain}): not followed further", line)
+                return out
+            out.extend(self.read(name, stack, (path, line, pattern), depth + 1))
         return out
 
 
@@ -237,6 +274,7 @@ def syntax_error(parse_path: str, text: str) -> tuple[str, int | None] | None:
     from crossplane.errors import NgxParserSyntaxError
 
     in_statement = False
+    depth = 0
     try:
         for token, line, quoted in crossplane.lex(parse_path):
             if quoted or token not in ("{", ";", "}"):
@@ -247,6 +285,9 @@ def syntax_error(parse_path: str, text: str) -> tuple[str, int | None] | None:
                 return 'unexpected "}"', line
             if token in ("{", ";") and not in_statement:
                 return f'unexpected "{token}"', line
+            depth += {"{": 1, "}": -1}.get(token, 0)
+            if depth > MAX_NESTING:  # crossplane's parser recurses per level: refused before it runs
+                return f"blocks nested more than {MAX_NESTING} levels deep (nginx configs nest a few)", line
             in_statement = False
     except NgxParserSyntaxError as err:
         line = err.lineno

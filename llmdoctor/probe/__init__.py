@@ -276,8 +276,9 @@ def run_probe(
     `expect_done`: the endpoint is OpenAI-compatible, so a body that ends without `data: [DONE]` is truncated.
     """
     check_url(url)
-    if timeout <= 0:
-        raise UserError(f"--timeout must be more than 0 seconds (got {timeout:g})")
+    from llmdoctor.limits import check_seconds
+
+    check_seconds(timeout)  # also nan; inf (or 1e400) would never time out against a silent server
     if trials < 1:
         raise UserError(f"--trials must be at least 1 (got {trials})")
     if min_events < 2:

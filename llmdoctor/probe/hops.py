@@ -248,8 +248,7 @@ def _merge(runs: list[ProbeResult], vote) -> ProbeResult:
 
 
 def render_text(report: HopReport, out) -> None:
-    from rich.markup import escape
-
+    from llmdoctor.limits import escape_markup as escape  # control characters from outside shown escaped
     from llmdoctor.report.render import make_console
 
     console = make_console(out)

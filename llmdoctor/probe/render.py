@@ -105,8 +105,7 @@ def text_lines(result: ProbeResult) -> list[tuple[str, str]]:
 
 
 def render_text(result: ProbeResult, out: TextIO) -> None:
-    from rich.markup import escape
-
+    from llmdoctor.limits import escape_markup as escape  # control characters from outside shown escaped
     from llmdoctor.report.render import make_console
 
     console = make_console(out)

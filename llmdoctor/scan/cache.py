@@ -216,7 +216,7 @@ class ScanCache:
 
     def _load(self) -> dict[str, list]:
         try:
-            raw = read_bounded(self.file, MAX_CACHE_BYTES, what="cache file", follow=False)
+            raw = read_bounded(self.file, MAX_CACHE_BYTES, what="a cache file", follow=False)
             data = json.loads(raw)
         except (InputProblem, ValueError, RecursionError, MemoryError):
             return {}
@@ -245,7 +245,7 @@ class ScanCache:
                 if current[2] != stat[2]:  # another size: another content
                     self.stats.misses += 1
                     return None
-                data = read_bounded(path, stat[2], what="source file")
+                data = read_bounded(path, stat[2], what="a source file")
                 if hashlib.sha256(data).hexdigest() != digest:
                     self.stats.misses += 1
                     return None

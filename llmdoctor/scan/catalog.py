@@ -214,7 +214,7 @@ def _read_user_file(path: Path) -> bytes:
     from llmdoctor.limits import InputProblem, read_bounded
 
     try:
-        return read_bounded(path, MAX_RULE_FILE_BYTES, what="rule file")
+        return read_bounded(path, MAX_RULE_FILE_BYTES, what="a rule file")
     except InputProblem as problem:
         raise UserError(f"{path}: cannot read rule file: {problem.reason}") from None
 

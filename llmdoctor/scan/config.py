@@ -50,7 +50,7 @@ def find_config(start: str | os.PathLike) -> Path | None:
 
 def _has_tool_table(pyproject: Path) -> bool:
     try:
-        text = read_bounded(pyproject, MAX_CONFIG_BYTES, what="configuration file").decode("utf-8", "replace")
+        text = read_bounded(pyproject, MAX_CONFIG_BYTES, what="a configuration file").decode("utf-8", "replace")
     except InputProblem:
         return False
     return "tool.llmdoctor" in text and _load_pyproject(pyproject) is not None
@@ -58,7 +58,7 @@ def _has_tool_table(pyproject: Path) -> bool:
 
 def _read(path: Path) -> bytes:
     try:
-        return read_bounded(path, MAX_CONFIG_BYTES, what="configuration file")
+        return read_bounded(path, MAX_CONFIG_BYTES, what="a configuration file")
     except InputProblem as problem:
         raise UserError(f"{path}: {problem.reason}") from None
 

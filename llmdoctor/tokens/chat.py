@@ -22,6 +22,7 @@ from typing import Any
 
 COOKBOOK_URL = "https://github.com/openai/openai-cookbook/blob/main/examples/How_to_count_tokens_with_tiktoken.ipynb"
 REPLY_PRIMING = 3
+MAX_OUTPUT_TOKENS = 2**31  # max_tokens / max_completion_tokens past this is no model's
 _VERIFIED_FAMILIES = ("gpt-3.5-turbo", "gpt-35-turbo", "gpt-4o", "gpt-4o-mini", "gpt-4-0", "gpt-4-32k")
 _VERIFIED_EXACT = ("gpt-4",)
 
@@ -72,10 +73,25 @@ def looks_like_request(text: str) -> bool:
 
 
 def parse_json(text: str) -> Any:
+    """The parsed body; RequestError for malformed JSON, nesting past what a real request has, or an integer
+    of more digits than any count (bounds: llmdoctor/limits.py)."""
+    from llmdoctor.limits import MAX_DEPTH, MAX_INT_DIGITS, data_size
+
+    def bounded_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+            raise RequestError(f"an integer of {len(digits.lstrip('-')):,} digits: not a chat request")
+        return int(digits)
+
     try:
-        return json.loads(text)
+        data = json.loads(text, parse_int=bounded_int)
     except json.JSONDecodeError as err:
         raise RequestError(f"malformed JSON: {err.msg} (column {err.colno})", line=err.lineno) from None
+    except RecursionError:
+        raise RequestError(f"JSON nested too deeply (a request nests a few levels; at most {MAX_DEPTH} are "
+                           "read)") from None
+    if data_size(data, max_depth=MAX_DEPTH)[1] > MAX_DEPTH:
+        raise RequestError(f"JSON nested more than {MAX_DEPTH} levels (a request nests a few): not counted")
+    return data
 
 
 def as_request(data: Any) -> ChatRequest | None:
@@ -104,8 +120,11 @@ def _max_output(data: dict[str, Any]) -> int | None:
         value = data.get(key)
         if value is None:
             continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise RequestError(f'"{key}" must be a non-negative integer, got {value!r}')
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_OUTPUT_TOKENS:
+            from llmdoctor.limits import brief
+
+            raise RequestError(f'"{key}" must be a non-negative integer (at most {MAX_OUTPUT_TOKENS:,}), '
+                               f"got {brief(value, 40)}")
         values.append(value)
     return max(values) if values else None
 

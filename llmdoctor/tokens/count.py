@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from llmdoctor.errors import UserError
+from llmdoctor.limits import InputProblem
 from llmdoctor.report.model import InputError, display_path
 from llmdoctor.tokens import chat, hf
 from llmdoctor.tokens.budget import DEFAULT_RESERVE, Budget, context_table, known_context, make_budget
@@ -222,6 +223,9 @@ class Counter:
         except OSError as err:
             self.report.errors.append(InputError(shown, f"cannot read: {err.strerror or err}"))
             return
+        except InputProblem as problem:  # a FIFO nobody writes to, a device without end, a huge file
+            self.report.errors.append(InputError(shown, problem.reason))
+            return
         self._add_bytes(shown, data, explicit=item.explicit, json_suffix=item.path.suffix.lower() == ".json")
 
     def _add_bytes(self, shown: str, data: bytes, *, explicit: bool, json_suffix: bool) -> None:
@@ -408,11 +412,20 @@ def crash_reason(text: str, panic: BaseException) -> str:
 
 
 def encode_count(encoding: tiktoken.Encoding, text: str) -> int:
-    """len(encoding.encode_ordinary(text)); EncoderCrash when tiktoken's Rust core panics."""
+    """len(encoding.encode_ordinary(text)), counted in chunks that add up to it (tokens/chunks.py: bounded
+    memory); EncoderCrash when tiktoken's Rust core panics or one piece is too long to count."""
+    from llmdoctor.tokens.chunks import PieceTooLong, count
+
     try:
-        return len(encoding.encode_ordinary(text))
+        return count(encoding, text)
+    except PieceTooLong as long:
+        raise EncoderCrash(f"a run of {long.length:,} characters that tiktoken encodes as one piece (no "
+                           "whitespace, digit or line break to split at): counting it takes ~3 s and ~45 MB "
+                           "per MB; no count is given (split the text)") from None
     except BaseException as err:  # pyo3's PanicException derives from BaseException, not Exception
-        if type(err).__name__ != "PanicException":
+        # the panic surfaces as PanicException from encode_ordinary, as ValueError("Regex error while
+        # tokenizing: ... Max stack size exceeded") from the token-buffer call
+        if type(err).__name__ != "PanicException" and not (isinstance(err, ValueError) and "Regex error" in str(err)):
             raise
         raise EncoderCrash(crash_reason(text, err)) from None
 
@@ -455,10 +468,20 @@ def default_threads() -> int:
     return min(8, available_cpus())
 
 
+MAX_INPUT_BYTES = 256 * 2**20  # one input (the longest context windows, ~10M tokens, are ~40 MB of text)
+
+
 def _read_sniffing(path: Path) -> bytes:
-    """The file's bytes; a pipe or device (`/dev/zero`) that starts binary is not read to its (maybe no) end."""
-    if path.is_file() or not path.exists():
-        return path.read_bytes()
-    with open(path, "rb") as handle:
-        head = handle.read(BINARY_SNIFF_BYTES)
-        return head if is_binary(head) else head + handle.read()
+    """The file's bytes, at most MAX_INPUT_BYTES; a pipe or device (`/dev/zero`) that starts binary is not read
+    to its (maybe no) end, and a named pipe nobody writes to is an error at once (llmdoctor/limits.py)."""
+    from llmdoctor.limits import read_bounded
+
+    if not path.exists() and not path.is_symlink():
+        raise FileNotFoundError(path)
+    try:
+        return read_bounded(path, MAX_INPUT_BYTES, streams=True, what="a text to count",
+                            stop=lambda head: is_binary(head[:BINARY_SNIFF_BYTES]))
+    except InputProblem as problem:
+        if problem.reason == "is a directory":
+            raise IsADirectoryError(path) from None
+        raise

@@ -98,7 +98,7 @@ def _as_engine_messages(messages: list[dict], string_content: bool) -> list[dict
                 if isinstance(function, dict) and isinstance(function.get("arguments"), str):
                     try:
                         call["function"] = {**function, "arguments": json.loads(function["arguments"])}
-                    except json.JSONDecodeError:
+                    except (ValueError, RecursionError):
                         pass
                 fixed.append(call)
             item["tool_calls"] = fixed
@@ -165,8 +165,10 @@ def _token_text(value: Any) -> str | None:
 def _read_json(path: Path, what: str) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"--tokenizer: {path}: cannot read {what} ({err})") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:  # ValueError: bad JSON, a 5,000-digit number
+        raise UserError(f"--tokenizer: {path}: cannot read {what} ({str(err)[:200]})") from None
+    except RecursionError:
+        raise UserError(f"--tokenizer: {path}: cannot read {what} (nested too deeply)") from None
     if not isinstance(data, dict):
         raise UserError(f"--tokenizer: {path}: {what} is not a JSON object")
     return data

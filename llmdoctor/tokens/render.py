@@ -34,8 +34,7 @@ def _budget_lines(report: TokensReport) -> list[str]:
 
 def render_text(report: TokensReport, out: TextIO) -> None:
     """A plain aligned table (whole paths, never wrapped), notes, errors and a summary line."""
-    from rich.markup import escape
-
+    from llmdoctor.limits import escape_markup as escape  # control characters from outside shown escaped
     from llmdoctor.report.render import make_console
 
     console = make_console(out)
