@@ -35,6 +35,14 @@ def scan_json(cli, root: Path, *args: str, env: dict | None = None) -> tuple[int
     return result.returncode, report_of(result)
 
 
+def cli_result(root: Path):
+    from conftest import run_llmdoctor
+
+    result = run_llmdoctor("scan", "--no-cache", "--jobs", "1", ".", cwd=root, timeout=GUARD)
+    assert "Traceback" not in result.stderr and "Found" in result.stdout, result
+    return result
+
+
 def run_main(args: list[str], cwd: Path, capsys, monkeypatch, env: dict | None = None):
     """The CLI in this process (no interpreter start-up): (exit code, stdout, stderr)."""
     from llmdoctor.cli import main
@@ -62,17 +70,21 @@ def project_with(root: Path, extra: dict[str, str], ok_files: int = 3) -> Path:
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_an_and_chain_that_segfaults_libcst_is_one_input_error(cli, tmp_path, jobs):
+def test_an_and_chain_that_segfaults_libcst_is_one_input_error(tmp_path, jobs, capsys, monkeypatch):
     chain = HIT + "    x = " + " and ".join(["a"] * 8_000) + "\n"  # libcst: SIGSEGV (stack overflow)
     inside = HIT + "\ndef g():\n    return " + " or ".join(["b"] * 8_000) + "\n"
     root = project_with(tmp_path, {"chain.py": chain, "inside.py": inside}, ok_files=20)
-    code, report = scan_json(cli, root, "--no-cache", "--jobs", jobs)
+    code, out, _ = run_main(["scan", "--format", "json", "--no-cache", "--jobs", jobs, "."], root, capsys,
+                            monkeypatch)
+    report = json.loads(out)
     assert code == 1
     assert sorted(f["path"] for f in report["findings"]) == sorted(f"ok{i}.py" for i in range(20))
     errors = {e["path"]: e for e in report["errors"]}
     assert set(errors) == {"chain.py", "inside.py"}
     assert errors["chain.py"]["line"] == 5 and errors["inside.py"]["line"] == 7
     assert all("and`/`or` chain of 8,000 parts" in e["reason"] for e in errors.values())
+    if jobs == "1":  # the real command too: no SIGSEGV (exit 139), the report on stdout
+        assert cli_result(root).returncode == 1
 
 
 def _killing_analyze(real):
@@ -306,13 +318,13 @@ def test_max_file_size_option_is_bounded(tmp_path, value, capsys, monkeypatch):
 # ----------------------------------------------------------------------------- 11. terminal escapes, JSON
 
 
-def test_control_characters_in_file_names_are_escaped_in_text(cli, tmp_path, capsys, monkeypatch):
+def test_control_characters_in_file_names_are_escaped_in_text(tmp_path, capsys, monkeypatch):
     name = "esc\x1b]0;PWNED\x07\x1b[2J.py"
     (tmp_path / name).write_text(HIT)
     (tmp_path / "bad.py").write_text("x = (\n")
-    result = cli("scan", ".", "--no-cache", cwd=tmp_path)
-    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
-    assert "esc\\x1b]0;PWNED\\x07\\x1b[2J.py:4:5: LLM006" in result.stdout
+    _, text, _ = run_main(["scan", ".", "--no-cache"], tmp_path, capsys, monkeypatch)
+    assert "\x1b" not in text and "\x07" not in text
+    assert "esc\\x1b]0;PWNED\\x07\\x1b[2J.py:4:5: LLM006" in text
     _, github, _ = run_main(["scan", ".", "--no-cache", "--format", "github"], tmp_path, capsys, monkeypatch)
     assert "\x1b" not in github and "\x07" not in github and "esc\\x1b]0;PWNED" in github
 
