@@ -206,7 +206,7 @@ def test_a_server_header_with_escape_sequences_is_printed_escaped(capsys):
     import threading
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the http.server API
+        def do_GET(self):  # the http.server API
             self.send_response(200)
             self.send_header("Server", "\x1b]0;PWN\x07\x1b[2J")
             self.send_header("Content-Type", "text/event-stream")
