@@ -273,6 +273,7 @@ class ScanExecutor:
         from llmdoctor.scan.cache import ENV_VAR, ScanCache, default_cache_dir, run_key, running_in_ci
 
         chosen = self.cache_dir or os.environ.get(ENV_VAR)
+        chosen = os.path.expanduser(chosen) if chosen else None  # `~/.cache/llmdoctor` from a CI env block
         directory = chosen or default_cache_dir(config.root or os.getcwd())
         # in CI the checked-out tree is the code under review: a cache inside it may have come with that code
         trusted = bool(chosen) or not running_in_ci()

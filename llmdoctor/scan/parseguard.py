@@ -14,7 +14,7 @@ CPython's own tree (codefacts.read_code parsed it already) tells how deep each s
 terms: an `and` chain of n operands is n - 1 levels there (left-nested binary nodes), a dotted name one level
 per part, adjacent literals one per literal. Over a bound, the file is one input error naming the line and
 the construct; the other files are scanned as usual. Real code stays far below: the deepest statement in
-2,321 files of site-packages nests 87 levels (bench/fuzz/README.md).
+2,321 files of a virtualenv's site-packages nests 85 levels (bench/fuzz/README.md).
 """
 
 from __future__ import annotations
