@@ -291,6 +291,7 @@ def append_todo(project: Project, todo: list[Finding], sources: Sources) -> int:
             "rule": finding.rule, "path": finding.path, "line": finding.line,
             "text": sources.line(finding.path, finding.line) or "",
             "verdict": "todo", "reason": "", "context": finding.context or "unknown", "entry": "",
+            **({"via": list(finding.via)} if finding.via else {}),
         })
     if not entries:
         return 0
