@@ -3,11 +3,15 @@
 Each fixture under fixtures/python/entrypoints/ is a small program written from its framework's documented
 API (cited in its docstring): every kind of handler the framework has calls a helper that builds a client per
 call, and the findings must be exactly the lines marked `# hit: LLMxxx`, each in the family's context
-(`serving`, or `worker` for task queues) with an entry point of that family. A line marked
-`# quiet: LLMxxx (context)` is a near miss: the same kind of helper reached only from a script part; with
-`--every-context` it is a candidate in that context, so it is quiet for the reason the fixture says.
-`# gap: LLMxxx (context)` marks what the model does not see yet (the comment above it says why): it is
-checked like a near miss, so the day the model sees it, this test says so and the marker becomes a hit.
+(`serving`, or `worker` for task queues) with an entry point of that family.
+
+`# quiet: LLMxxx (context)` is a near miss: the same kind of helper reached only from a script part, a startup
+hook, a cached function. It must not be reported, and with `--every-context` it is a candidate in that context,
+so it is quiet for the reason the fixture gives.
+
+`# gap: LLMxxx (context)` marks what the model does not get right yet (the comment above it says why). It is
+left out of the exact comparison and its context is pinned as it is today (`none`: no candidate at all), so
+the day the model sees it, this test says so and the marker becomes a hit.
 """
 
 from __future__ import annotations
@@ -21,38 +25,49 @@ import pytest
 from llmdoctor.scan.runner import ScanOptions, run_scan
 
 ENTRYPOINTS = Path(__file__).resolve().parents[1] / "fixtures" / "python" / "entrypoints"
-HIT = re.compile(r"#\s*hit:\s*((?:[A-Z]+[0-9]+)(?:\s*,\s*[A-Z]+[0-9]+)*)")
-QUIET = re.compile(r"#\s*(?:quiet|gap):\s*([A-Z]+[0-9]+)\s*\(([\w-]+)\)")
+MARK = re.compile(r"#\s*(hit|quiet|gap):\s*((?:[A-Z]+[0-9]+)(?:\s*,\s*[A-Z]+[0-9]+)*)(?:\s*\(([\w-]+)\))?")
 
-# fixture (a file, or a folder for a framework that splits handlers across modules) -> (framework, context)
+# fixture (a file, or a folder for a framework that splits handlers across modules) ->
+# (the frameworks its entry points belong to, the context of every finding)
 FAMILIES = {
-    "fastapi_app.py": ("fastapi/starlette", "serving"),
-    "starlette_app.py": ("fastapi/starlette", "serving"),
-    "flask_app.py": ("flask/quart", "serving"),
-    "quart_app.py": ("flask/quart", "serving"),
-    "django_app": ("django", "serving"),
-    "aiohttp_app.py": ("aiohttp", "serving"),
-    "sanic_app.py": ("sanic", "serving"),
-    "litestar_app.py": ("litestar", "serving"),
-    "falcon_app.py": ("falcon", "serving"),
-    "tornado_app.py": ("tornado", "serving"),
-    "gradio_app.py": ("gradio", "serving"),
+    "fastapi_app.py": (("fastapi/starlette",), "serving"),
+    "starlette_app.py": (("fastapi/starlette",), "serving"),
+    "flask_app.py": (("flask/quart",), "serving"),
+    "quart_app.py": (("flask/quart",), "serving"),
+    "django_app": (("django",), "serving"),
+    "aiohttp_app.py": (("aiohttp",), "serving"),
+    "sanic_app.py": (("sanic",), "serving"),
+    "litestar_app.py": (("litestar",), "serving"),
+    "falcon_app.py": (("falcon",), "serving"),
+    "tornado_app.py": (("tornado",), "serving"),
+    "gradio_app.py": (("gradio",), "serving"),
+    "chainlit_app.py": (("chainlit",), "serving"),
+    "grpc_app": (("grpc",), "serving"),
+    "mcp_fastmcp.py": (("mcp",), "serving"),
+    "mcp_lowlevel.py": (("mcp",), "serving"),
+    "websockets_server.py": (("websockets",), "serving"),
+    "streamlit_app.py": (("streamlit",), "serving"),
+    "slack_bolt_app.py": (("slack/discord",), "serving"),
+    "discord_bot.py": (("slack/discord",), "serving"),
+    # the FastAPI app a Modal `asgi_app` serves keeps its own family
+    "modal_endpoints.py": (("ray-serve/bentoml/modal", "fastapi/starlette"), "serving"),
+    "modal_jobs.py": (("celery/rq/dramatiq/huey/modal",), "worker"),
 }
 
 
-def _marks(root: Path) -> tuple[set[tuple[str, int, str]], dict[tuple[str, int, str], str]]:
-    hits: set[tuple[str, int, str]] = set()
-    quiet: dict[tuple[str, int, str], str] = {}
+def _marks(root: Path) -> dict[str, dict]:
+    """{"hit": {(path, line, rule)}, "quiet": {(path, line, rule): context}, "gap": {...: context}}."""
+    found: dict[str, dict] = {"hit": {}, "quiet": {}, "gap": {}}
     for path in sorted(root.rglob("*.py")):
         name = path.relative_to(root).as_posix()
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            found = HIT.search(line)
-            if found:
-                hits |= {(name, number, code.strip()) for code in found.group(1).split(",")}
-            found = QUIET.search(line)
-            if found:
-                quiet[(name, number, found.group(1))] = found.group(2)
-    return hits, quiet
+            mark = MARK.search(line)
+            if mark:
+                kind, codes, context = mark.groups()
+                assert (kind == "hit") == (context is None), f"{name}:{number}: `# {kind}:` needs a context"
+                for code in codes.split(","):
+                    found[kind][(name, number, code.strip())] = context
+    return found
 
 
 def _project(fixture: str, tmp_path: Path) -> Path:
@@ -70,22 +85,27 @@ def _project(fixture: str, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("fixture", sorted(FAMILIES), ids=lambda name: name.removesuffix(".py"))
 def test_each_framework_family_serves_its_handlers(fixture, tmp_path):
-    framework, context = FAMILIES[fixture]
+    frameworks, context = FAMILIES[fixture]
     root = _project(fixture, tmp_path)
-    hits, quiet = _marks(root)
-    assert hits, "a fixture marks the findings it expects"
+    marks = _marks(root)
+    assert marks["hit"], "a fixture marks the findings it expects"
 
     report = run_scan(["."], ScanOptions(isolated=True, cwd=str(root)))
     assert report.errors == []
-    assert sorted((f.path, f.line, f.rule) for f in report.findings) == sorted(hits)
-    for finding in report.findings:
+    findings = [f for f in report.findings if (f.path, f.line, f.rule) not in marks["gap"]]
+    assert sorted((f.path, f.line, f.rule) for f in findings) == sorted(marks["hit"])
+    seen = set()
+    for finding in findings:
         where = f"{finding.path}:{finding.line} {finding.rule}"
         assert finding.extra["context"] == context, where
-        assert finding.extra["entry"]["framework"] == framework, where
+        assert finding.extra["entry"]["framework"] in frameworks, where
+        seen.add(finding.extra["entry"]["framework"])
+    assert seen == set(frameworks)
 
     every = run_scan(["."], ScanOptions(isolated=True, cwd=str(root), every_context=True))
     contexts = {(f.path, f.line, f.rule): f.extra["context"] for f in every.findings}
-    assert {key: contexts.get(key) for key in quiet} == quiet
+    pinned = {**marks["quiet"], **marks["gap"]}
+    assert {key: contexts.get(key, "none") for key in pinned} == pinned
 
 
 def test_every_fixture_is_checked():
