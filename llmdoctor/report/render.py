@@ -61,6 +61,9 @@ def render_text(report: Report, out: TextIO, *, statistics: bool = False) -> Non
             f"[bold]{escape(printable(f.path))}[/]:{f.line}:{f.column}: [{style}]{escape(printable(f.rule))}[/] "
             f"{escape(printable(f.message))}"
         )
+        chain = via_line(f)
+        if chain:
+            console.print(f"    [dim]via[/] {escape(printable(chain))}")
         if f.fix:
             console.print(f"    [dim]fix:[/] {escape(printable(f.fix))}")
     for e in report.errors:
@@ -73,6 +76,17 @@ def render_text(report: Report, out: TextIO, *, statistics: bool = False) -> Non
         for rule, count in sorted(report.counts_by_rule().items(), key=lambda kv: (-kv[1], kv[0])):
             console.print(f"{count:>6}  {escape(printable(rule)):<8} {escape(printable(names.get(rule, '')))}")
     console.print(summary_line(report))
+
+
+def via_line(finding) -> str:
+    """A finding's chain of calls on one line: `get_user → app/clients.py:4 fetch_user` (the first step is
+    the function the finding is reported in, or the entry point); '' when it has none."""
+    steps = finding.extra.get("via") if isinstance(finding.extra, dict) else None
+    if not isinstance(steps, list) or len(steps) < 2:
+        return ""
+    first, *rest = steps
+    return " → ".join([str(first.get("function", "?")),
+                       *(f"{step.get('path')}:{step.get('line')} {step.get('function')}" for step in rest)])
 
 
 def summary_line(report: Report) -> str:
@@ -167,22 +181,24 @@ def to_sarif(report: Report) -> dict:
         region = {"startLine": f.line, "startColumn": f.column}
         if f.end_line:
             region.update({"endLine": f.end_line, "endColumn": f.end_column})
-        results.append(
-            {
-                "ruleId": f.rule,
-                "ruleIndex": index[f.rule],
-                "level": SARIF_LEVEL.get(f.severity, "warning"),
-                "message": {"text": f.message + (f"\nFix: {f.fix}" if f.fix else "")},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": _artifact_uri(f.path, root), "uriBaseId": "%SRCROOT%"},
-                            "region": region,
-                        }
+        result = {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": SARIF_LEVEL.get(f.severity, "warning"),
+            "message": {"text": f.message + (f"\nFix: {f.fix}" if f.fix else "")},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _artifact_uri(f.path, root), "uriBaseId": "%SRCROOT%"},
+                        "region": region,
                     }
-                ],
-            }
-        )
+                }
+            ],
+        }
+        chain = _sarif_chain(f, root)
+        if chain:
+            result.update(chain)
+        results.append(result)
     notifications = [
         {
             "level": "error",
@@ -251,6 +267,26 @@ def _repo_path(path: str, root: Path) -> str:
         return path
 
 
+def _sarif_chain(finding, root) -> dict:
+    """The finding's `via` chain as SARIF: each step a related location (GitHub shows them as links) and, in
+    order, one thread flow (code scanning's "show paths")."""
+    steps = finding.extra.get("via") if isinstance(finding.extra, dict) else None
+    if not isinstance(steps, list) or len(steps) < 2:
+        return {}
+    locations = []
+    for number, step in enumerate(steps, 1):
+        locations.append({
+            "id": number,
+            "physicalLocation": {
+                "artifactLocation": {"uri": _artifact_uri(str(step.get("path")), root), "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": step.get("line") or 1},
+            },
+            "message": {"text": f"in {step.get('function')}"},
+        })
+    flow = [{"location": {key: value for key, value in location.items() if key != "id"}} for location in locations]
+    return {"relatedLocations": locations, "codeFlows": [{"threadFlows": [{"locations": flow}]}]}
+
+
 def render_github(report: Report, out: TextIO) -> None:
     """GitHub Actions workflow commands: one annotation per finding and per input error."""
     root = _report_root(report)
@@ -259,7 +295,8 @@ def render_github(report: Report, out: TextIO) -> None:
         if f.end_line:
             props += f",endLine={f.end_line},endColumn={f.end_column}"
         props += f",title={_escape_property(f.rule)}"
-        message = f.message + (f"\nFix: {f.fix}" if f.fix else "")
+        chain = via_line(f)
+        message = f.message + (f"\nVia: {chain}" if chain else "") + (f"\nFix: {f.fix}" if f.fix else "")
         out.write(f"::{GITHUB_LEVEL.get(f.severity, 'warning')} {props}::{_escape_data(message)}\n")
     for e in report.errors:
         props = f"file={_escape_property(_repo_path(e.path, root))}" + (f",line={e.line}" if e.line else "")

@@ -164,7 +164,7 @@ def analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
 
     try:
         with _deep_recursion():
-            pending = run_rules(module, active, catalog, OFFLOAD_METHODS)
+            pending = run_rules(module, active, catalog, OFFLOAD_METHODS, source)
             if pending:
                 result.findings, result.suppressed = _positioned(path, module, parsed, source, pending, config)
     except RecursionError:

@@ -127,6 +127,7 @@ class SemanticModel:
         self._offload_calls = offload_calls  # a catalog Table
         self._offload_methods = offload_methods  # method names whose 2nd positional arg is a callable
         self._keys_seen: dict[str, int] = {}
+        self.source = ""  # the file's whole text, as written (the tree may be of a pruned copy)
 
     # ------------------------------------------------------------------ queries for rules
 
@@ -266,6 +267,14 @@ class SemanticModel:
         return None
 
     def _value_binding(self, value: cst.BaseExpression | None) -> Binding:
+        if isinstance(value, (cst.BooleanOperation, cst.IfExp)):
+            # `session or requests.Session()`, `A() if cond else None`: the one side that is known
+            sides = (value.left, value.right) if isinstance(value, cst.BooleanOperation) else (value.body, value.orelse)
+            known = [b for b in (self._value_binding(side) for side in sides if not _is_none(side))
+                     if b.kind in (INSTANCE, IMPORT)]
+            if len(known) == 1 or (len(known) == 2 and known[0] == known[1]):
+                return known[0]
+            return Binding(LOCAL)
         if value is not None:
             if isinstance(value, cst.Await):
                 value = value.expression
@@ -438,6 +447,10 @@ class SemanticModel:
         positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
         if len(positional) > index:
             self._offloaded.add(id(positional[index].value))
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _param_headers(params: cst.Parameters) -> list[cst.CSTNode]:

@@ -113,9 +113,11 @@ def _plan(kind: type) -> tuple:
     return plan
 
 
-def run_rules(module: cst.Module, active, catalog, offload_methods) -> list[PendingFinding]:
-    """Visit `module` once with every (rule class, spec) in `active`; return what they reported."""
+def run_rules(module: cst.Module, active, catalog, offload_methods, source: str = "") -> list[PendingFinding]:
+    """Visit `module` once with every (rule class, spec) in `active`; return what they reported. `source`: the
+    file as written (rules that look for literals anywhere in it, even in bodies left out of the parse)."""
     context = SemanticModel(catalog.table(OFFLOAD_TABLE), offload_methods)
+    context.source = source
     context.start_module(module)
     sink: list[PendingFinding] = []
     rules = [cls(spec, catalog, context, sink) for cls, spec in active]

@@ -96,19 +96,24 @@ class Function:
     parent: str | None = None  # the enclosing function's key (a nested def)
     decorators: list[Decorator] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
+    # what it returns, when every `return` says the same: a reference, or one per item of a returned tuple
+    returns: str | None = None
+    returns_items: list[str | None] | None = None
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
-                [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls]]
+                [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
+                self.returns_items]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
-        key, name, line, is_async, owner, static, parent, decorators, calls = data
+        key, name, line, is_async, owner, static, parent, decorators, calls, returns, items = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
-                and type(static) is bool and _optional_strings(owner, parent) and type(calls) is list):
+                and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
+                and (items is None or (type(items) is list and _optional_strings(*items)))):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
-                   [Call.from_json(c) for c in calls])
+                   [Call.from_json(c) for c in calls], returns, items)
 
 
 @dataclass(slots=True)
@@ -233,6 +238,7 @@ class _Reader:
         self.lazy_depth = 0
         self.statement_line = 1
         self.imported_names: set[str] = set()  # module-level names an import binds
+        self._returns_seen: dict[str, int] = {}
 
     # ------------------------------------------------------------------ module
 
@@ -262,13 +268,13 @@ class _Reader:
                 if value is None and kind is ast.AnnAssign:
                     value = self.annotation_ref(statement.annotation)
                 for target in targets:
-                    for name in _target_names(target):
+                    for name, item in _target_values(target, value):
                         if name in imported:
                             continue  # `try: import x / except ImportError: x = None`: the import is what runs
-                        if name in bindings and bindings[name] != value:
+                        if name in bindings and bindings[name] != item:
                             bindings[name] = None  # bound to two different things: unknown
                         else:
-                            bindings[name] = value
+                            bindings[name] = item
             elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While) or kind.__name__ == "TryStar":
                 for block in _blocks(statement):
                     self._collect_module_bindings(block)
@@ -439,8 +445,34 @@ class _Reader:
                 self.block(case.body)
         elif kind is ast.Global or kind is ast.Nonlocal:
             return
-        else:  # Expr, Return, Raise, Assert, Delete...
+        elif kind is ast.Return:
+            self.expressions([node.value])
+            self._note_return(node.value)
+        else:  # Expr, Raise, Assert, Delete...
             self.expressions([value for name, value in ast.iter_fields(node) if isinstance(value, ast.AST)])
+
+    def _note_return(self, value: ast.expr | None) -> None:
+        """What the function returns, as far as every `return` agrees (`return None` says nothing)."""
+        scope = self.scope
+        if scope.kind != "function" or value is None or _is_none(value):
+            return
+        function = scope.function
+        seen = self._returns_seen.setdefault(function.key, 0)
+        self._returns_seen[function.key] = seen + 1
+        if type(value) is ast.Tuple:
+            items = [self.value_ref(element) for element in value.elts]
+            if seen == 0:
+                function.returns_items = items
+            elif function.returns_items != items:
+                function.returns_items = None
+            function.returns = None
+            return
+        ref = self.value_ref(value)
+        if seen == 0:
+            function.returns = ref
+        elif function.returns != ref:
+            function.returns = None
+        function.returns_items = None
 
     def assign(self, target: ast.expr, value: str | None, annotated: bool = False) -> None:
         kind = type(target)
@@ -450,8 +482,9 @@ class _Reader:
             self.expressions([target.value])
             self._note_attribute(target, value)
         elif kind is ast.Tuple or kind is ast.List:
-            for element in target.elts:
-                self.assign(element, None)
+            for position, element in enumerate(target.elts):  # `args, controller = create_controller()`
+                item = f"{value}[{position}]" if value is not None and value.endswith("()") else None
+                self.assign(element, item)
         elif kind is ast.Starred:
             self.assign(target.value, None)
         else:
@@ -792,6 +825,20 @@ def _assigns(body: list, target: str) -> bool:
                 if _text_target(t) == target:
                     return True
     return False
+
+
+def _target_values(target: ast.expr, value: str | None) -> list[tuple[str, str | None]]:
+    """(name, what it holds) for an assignment target: `a, b = f()` -> a holds `f()[0]`, b `f()[1]`."""
+    kind = type(target)
+    if kind is ast.Name:
+        return [(target.id, value)]
+    if kind is ast.Tuple or kind is ast.List:
+        out = []
+        for position, element in enumerate(target.elts):
+            item = f"{value}[{position}]" if value is not None and value.endswith("()") else None
+            out.extend(_target_values(element, item))
+        return out
+    return [(name, None) for name in _target_names(target)]
 
 
 def _target_names(target: ast.expr) -> list[str]:

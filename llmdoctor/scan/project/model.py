@@ -66,7 +66,8 @@ class Node:
 
     @property
     def label(self) -> str:
-        return self.function.name if self.function.key else "<module>"
+        """`Controller.status`, `outer.inner`; `<module>` for module-level code."""
+        return self.function.key.split("#", 1)[0] if self.function.key else "<module>"
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ class ProjectModel:
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
         self.loop_roots: set[int] = set()  # asyncio.run targets
+        self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self._link(console_scripts)
         self._serving, self._serving_parent = self._reach([n for n in self.entries])
         self._once, self._once_parent = self._reach(sorted(self.once))
@@ -351,14 +353,21 @@ class ProjectModel:
                 node.edges.append((target.node, E_OFFLOAD if handed else E_REF, call))
         if qualified is not None:
             self._registrations(node, call, qualified)
+        concurrency = self.knowledge.concurrency
+        if concurrency.match(qualified) or (qualified is None and concurrency.match(call.text)):
+            for _, ref in call.args:  # asyncio.create_task(worker()): worker runs beside its spawner
+                target = self._argument_target(node.id, ref)
+                if target is not None and target.kind == "function":
+                    self.spawned.add(target.node)
 
     def _argument_target(self, node_id: int, ref: str) -> Target | None:
-        target = self.resolve(node_id, ref)
-        if target is None and ref.endswith(CALLED):  # asyncio.run(main()): the call runs main
+        """What an argument hands over: `asyncio.run(main())` hands `main` (the call runs it), `add_route("/",
+        Resource())` an instance."""
+        if ref.endswith(CALLED):
             inner = self.resolve(node_id, ref[: -len(CALLED)])
             if inner is not None and inner.kind == "function":
                 return inner
-        return target
+        return self.resolve(node_id, ref)
 
     def _registrations(self, node: Node, call: Call, qualified: str) -> None:
         for registration in self.knowledge.registrations:
@@ -560,11 +569,28 @@ class ProjectModel:
     def _step(self, current: Target, token: str, depth: int) -> Target | None:
         kind = current.kind
         if kind == "library":
+            if token.startswith("["):
+                return None  # an item of a library call's result: unknown
             return current if token == CALLED else Target("library", name=f"{current.name}.{token}")
+        if kind == "result":  # what a project function returned (its `return`, read by the index)
+            function = self.nodes[current.node].function
+            if token.startswith("["):
+                items = function.returns_items or []
+                position = int(token[1:-1]) if token[1:-1].isdigit() else -1
+                value = items[position] if 0 <= position < len(items) else None
+                return self._resolve(self.nodes[current.node], value, depth + 1) if value else None
+            if not function.returns:
+                return None
+            returned = self._resolve(self.nodes[current.node], function.returns, depth + 1)
+            return self._step(returned, token, depth + 1) if returned is not None else None
         if token == CALLED:
             if kind == "class":
                 return Target("instance", klass=current.klass)
-            return None  # the result of a project function, or of calling an instance: unknown
+            if kind == "function":
+                return Target("result", node=current.node)
+            return None  # the result of calling an instance: unknown
+        if token.startswith("["):
+            return None
         if kind == "module":
             return self._module_attribute(current.path, token, depth)
         if kind in ("class", "instance"):
@@ -704,8 +730,9 @@ class ProjectModel:
         return node_id in memo
 
     def _concurrent_programs(self) -> set[int]:
-        """Nodes reached from an `asyncio.run` target whose program starts concurrent work."""
-        out: set[int] = set()
+        """Nodes on an event loop that runs other work: the program of an `asyncio.run` target that starts
+        concurrent work, and every coroutine spawned as a task (from a startup hook, say) with what it calls."""
+        out: set[int] = set(self._reach(sorted(self.spawned))[0])
         for root in self.loop_roots:
             program, _ = self._reach([root])
             if any(self._starts_concurrency(n) for n in program):
@@ -761,16 +788,21 @@ def _route(decorator: str, path: str) -> str:
 
 
 def _tokens(dotted: str) -> list[str]:
-    """`a.b().c` -> ["a", "b", "()", "c"]."""
+    """`a.b().c` -> ["a", "b", "()", "c"]; `f()[1]` -> ["f", "()", "[1]"]."""
     out = []
     for part in dotted.split(".") if dotted else []:
-        calls = 0
-        while part.endswith(CALLED):
-            part = part[: -len(CALLED)]
-            calls += 1
+        suffixes = []
+        while part.endswith(CALLED) or (part.endswith("]") and "[" in part):
+            if part.endswith(CALLED):
+                part = part[: -len(CALLED)]
+                suffixes.append(CALLED)
+            else:
+                start = part.rindex("[")
+                suffixes.append(part[start:])
+                part = part[:start]
         if part:
             out.append(part)
-        out.extend([CALLED] * calls)
+        out.extend(reversed(suffixes))
     return out
 
 

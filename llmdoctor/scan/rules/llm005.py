@@ -34,6 +34,7 @@ from llmdoctor.scan.rules.payload import (
 from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
 NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "file", "sep", "end", "flush"})
+COLLECTING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add"})
 NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", "timedelta", "Decimal"})
 CONSOLE_PROMPTS = frozenset({"builtins.input", "getpass.getpass", "click.prompt", "typer.prompt",
                              "rich.prompt.Prompt.ask"})
@@ -59,7 +60,8 @@ class UnsampledPayloadLogging(Rule):
         if gate is None:
             gate = catalog.memo[key] = _gate(logging_knowledge(catalog), sdk_knowledge(catalog))
         sdk_words, print_gate, functions, methods, receivers, logger_names = gate
-        if sdk_words is None or not passes(sdk_words, source):
+        sinks = logging_knowledge(catalog)
+        if (sdk_words is None or not passes(sdk_words, source)) and not _llm_literals(sinks, source):
             return False
         if print_gate is not None and all(test is not None and passes(test, source) for test in print_gate):
             return True
@@ -105,6 +107,7 @@ class UnsampledPayloadLogging(Rule):
         self._late_imports: set[str] = set()
         self._imports_cache: dict[tuple[str, ...], bool] = {}
         self._runtime_imports: set[str] | None = None
+        self._http_module: bool | None = None
         self.evaluator = PayloadEvaluator(self.sinks, self.sdk, self.context, self._lookup, names_apply=False)
 
     # ------------------------------------------------------------------ names
@@ -288,7 +291,11 @@ class UnsampledPayloadLogging(Rule):
         return self.evaluator.iterated(expr)
 
     def _sdk_module(self) -> bool:
-        return self._imports_any(self.sdk.imports)
+        """An LLM module: it imports an LLM SDK, or calls a model over HTTP (`/v1/chat/completions`...)."""
+        if self._http_module is None:
+            source = self.context.source
+            self._http_module = bool(source) and any(path in source for path in self.sinks.http_paths)
+        return self._http_module or self._imports_any(self.sdk.imports)
 
     # ------------------------------------------------------------------ sampling guards
 
@@ -355,6 +362,7 @@ class UnsampledPayloadLogging(Rule):
     # ------------------------------------------------------------------ sinks
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._note_collected(node)
         sink = self._sink_of(node)
         if sink is None:
             return
@@ -370,6 +378,20 @@ class UnsampledPayloadLogging(Rule):
             if isinstance(value, Source) and not value.stream:
                 self._report(node, shown, level, arg.value, value)
                 return
+
+    def _note_collected(self, node: cst.Call) -> None:
+        """`parts.append(chunk)` / `parts.extend(...)` / `parts.insert(0, ...)` with a payload: `parts` holds
+        it from here on (a list built in a loop, then logged)."""
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in COLLECTING_METHODS
+                and isinstance(func.value, cst.Name) and node.args):
+            return
+        for arg in node.args:
+            if arg.keyword is None and not arg.star:
+                value = self._evaluate(arg.value)
+                if isinstance(value, Source) and not value.stream:
+                    self._bind([func.value.value], value)
+                    return
 
     def _report(self, node: cst.Call, shown: str, level: int, expr: cst.BaseExpression, source: Source) -> None:
         text = " ".join(cst.Module([]).code_for_node(source.node or expr).split())
@@ -484,6 +506,13 @@ def _shown(func: cst.BaseExpression, callee: str | None) -> str:
 
     chain = attribute_chain(func)
     return ".".join(chain) if chain else (callee or "<logger>")
+
+
+def _llm_literals(sinks: LoggingKnowledge, source: str) -> bool:
+    """The text names a model's HTTP path or holds a quoted payload key (`"prompt"`): an LLM module or body."""
+    if any(path in source for path in sinks.http_paths):
+        return True
+    return any(f'"{key}"' in source or f"'{key}'" in source for key in sinks.payload_keys)
 
 
 def _glob_to_word(glob: str) -> str:

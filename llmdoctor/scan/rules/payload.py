@@ -75,6 +75,8 @@ class LoggingKnowledge:
     preserving_functions: frozenset
     preserving_methods: frozenset
     payload_kwargs: frozenset
+    payload_keys: frozenset  # dict keys holding a request's prompt
+    http_paths: tuple  # literals that make a module an LLM module
     payload_names: re.Pattern | None
     metadata_name_parts: frozenset
     random_functions: frozenset
@@ -135,6 +137,8 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         preserving_functions=frozenset(payload.get("preserving_functions") or ()),
         preserving_methods=frozenset(payload.get("preserving_methods") or ()),
         payload_kwargs=frozenset(payload.get("kwargs") or ()),
+        payload_keys=frozenset(payload.get("keys") or ()),
+        http_paths=tuple(payload.get("http_paths") or ()),
         payload_names=_glob_regex(payload.get("names")),
         metadata_name_parts=frozenset(payload.get("metadata_name_parts") or ()),
         random_functions=frozenset(guards.get("random_functions") or ()),
@@ -313,7 +317,12 @@ class PayloadEvaluator:
         if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
             return self._first(el.value for el in expr.elements)
         if isinstance(expr, cst.Dict):
-            return self._first(el.value for el in expr.elements)
+            found = self._first(el.value for el in expr.elements)
+            if found is None or found is METADATA:
+                keyed = self._payload_key(expr)
+                if keyed is not None:
+                    return keyed
+            return found
         if isinstance(expr, (cst.GeneratorExp, cst.ListComp, cst.SetComp)):
             return self._comprehension_value(expr.for_in, [expr.elt])
         if isinstance(expr, cst.DictComp):
@@ -324,10 +333,22 @@ class PayloadEvaluator:
             return self._call(expr)
         return None
 
+    def _payload_key(self, expr: cst.Dict) -> Value:
+        """`{"model": m, "prompt": conv}`: a request body whose prompt is not a literal."""
+        for element in expr.elements:
+            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                    and element.key.evaluated_value in self.logging.payload_keys \
+                    and self.evaluate(element.value) is not METADATA:
+                return Source(f"a request's `{element.key.evaluated_value}`", node=element.value)
+        return None
+
     def _first(self, exprs) -> Value:
-        """The first payload among `exprs`; METADATA only when every one is metadata."""
+        """The first payload among `exprs`; METADATA only when every one (at least one) is metadata: an empty
+        container is filled later, with anything."""
         all_metadata = True
+        seen = False
         for expr in exprs:
+            seen = True
             value = self.evaluate(expr)
             if isinstance(value, Source):
                 if value.stream:
@@ -336,7 +357,7 @@ class PayloadEvaluator:
                 return value
             if value is not METADATA:
                 all_metadata = False
-        return METADATA if all_metadata else None
+        return METADATA if all_metadata and seen else None
 
     def _comprehension_value(self, for_in: cst.CompFor, elements) -> Value:
         frame: dict[str, Value] = {}

@@ -1,0 +1,283 @@
+"""The project model (llmdoctor/scan/project/): modules linked into one program, execution contexts, calls
+followed across modules, chains shown. Each test writes a small project and scans it as users do."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.scan.parallel import ScanExecutor
+from llmdoctor.scan.runner import ScanOptions, run_scan
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def scan(root: Path, *paths: str, cache: bool = False, **options):
+    report = run_scan(list(paths) or ["."], ScanOptions(cwd=str(root), isolated=True, **options),
+                      analyze=ScanExecutor(jobs=1, use_cache=cache))
+    return report.findings
+
+
+def found(findings, rule: str | None = None) -> list[tuple[str, int, str]]:
+    return [(f.path, f.line, f.rule) for f in findings if rule is None or f.rule == rule]
+
+
+HANDLER = """
+    from fastapi import FastAPI
+    from app.clients import fetch_user
+    app = FastAPI()
+
+    @app.get("/users/{uid}")
+    async def get_user(uid: int):
+        return fetch_user(uid)
+    """
+CLIENTS = """
+    import requests
+
+    def fetch_user(uid):
+        return requests.get(f"http://users/{uid}", timeout=5).json()
+    """
+
+
+def test_an_async_handler_calling_a_blocking_helper_in_another_module(tmp_path):
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS})
+    findings = scan(root)
+    assert found(findings) == [("app/clients.py", 5, "LLM003"), ("app/routes.py", 8, "LLM004")]
+    llm004 = next(f for f in findings if f.rule == "LLM004")
+    assert "`fetch_user()` blocks the event loop inside `async def get_user`" in llm004.message
+    assert "requests.get()` at app/clients.py:5" in llm004.message
+    assert llm004.extra["via"] == [{"path": "app/routes.py", "line": 8, "function": "get_user"},
+                                   {"path": "app/clients.py", "line": 5, "function": "fetch_user"}]
+    assert llm004.extra["context"] == "serving" and llm004.extra["entry"]["route"] == "GET /users/{uid}"
+    llm003 = next(f for f in findings if f.rule == "LLM003")  # the helper's own module shows no server
+    assert llm003.extra["context"] == "serving" and llm003.extra["entry"]["function"] == "get_user"
+
+
+def test_the_chain_is_one_line_in_text_and_related_locations_in_sarif(cli, tmp_path):
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS})
+    text = cli("scan", "--no-cache", "--select", "LLM004", ".", cwd=root).stdout
+    assert "    via get_user → app/clients.py:5 fetch_user" in text
+    sarif = json.loads(cli("scan", "--no-cache", "--select", "LLM004", "--format", "sarif", ".", cwd=root).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert [r["physicalLocation"]["region"]["startLine"] for r in result["relatedLocations"]] == [8, 5]
+    flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
+    assert flow[-1]["location"]["physicalLocation"]["artifactLocation"]["uri"] == "app/clients.py"
+    github = cli("scan", "--no-cache", "--select", "LLM004", "--format", "github", ".", cwd=root).stdout
+    assert "Via: get_user → app/clients.py:5 fetch_user" in github
+
+
+@pytest.mark.parametrize(("layout", "importer"), [
+    ({"src/app/__init__.py": "", "src/app/clients.py": CLIENTS}, "src/app/routes.py"),  # src layout
+    ({"app/clients.py": CLIENTS}, "app/routes.py"),  # a namespace package (no __init__.py)
+])
+def test_imports_resolve_in_src_layouts_and_namespace_packages(tmp_path, layout, importer):
+    root = write(tmp_path, {**layout, importer: HANDLER})
+    assert (importer, 8, "LLM004") in found(scan(root))
+
+
+def test_relative_imports_and_re_exports(tmp_path):
+    root = write(tmp_path, {
+        "svc/__init__.py": "from .clients import fetch_user\n",
+        "svc/clients.py": CLIENTS,
+        "svc/api/__init__.py": "",
+        "svc/api/routes.py": HANDLER.replace("from app.clients import fetch_user", "from .. import fetch_user"),
+    })
+    assert ("svc/api/routes.py", 8, "LLM004") in found(scan(root))
+
+
+def test_methods_through_self_instances_and_return_values(tmp_path):
+    root = write(tmp_path, {"app.py": """
+        import requests
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        class Controller:
+            def status(self, name):
+                return self._post(name)
+            def _post(self, name):
+                return requests.post(name + "/status", timeout=5).json()
+
+        class Service:
+            def __init__(self):
+                self.controller = Controller()
+            async def check(self, name):
+                return self.controller.status(name)
+
+        def create_controller():
+            controller = Controller()
+            return "args", controller
+
+        @app.post("/status")
+        async def status(name: str):
+            return controller.status(name)
+
+        @app.post("/check")
+        async def check(name: str):
+            return await Service().check(name)
+
+        if __name__ == "__main__":
+            args, controller = create_controller()
+        """})
+    findings = scan(root)
+    assert found(findings, "LLM004") == [("app.py", 16, "LLM004"), ("app.py", 24, "LLM004")]
+    by_line = {f.line: f for f in findings if f.rule == "LLM004"}
+    assert [step["function"] for step in by_line[24].extra["via"]] == ["status", "Controller.status",
+                                                                      "Controller._post"]
+    assert found(findings, "LLM003") == [("app.py", 10, "LLM003")]
+
+
+def test_a_factory_returning_a_sync_client_is_followed(tmp_path):
+    root = write(tmp_path, {"llm.py": """
+        from openai import OpenAI
+
+        def get_client():
+            return OpenAI()
+        """, "api.py": """
+        from fastapi import FastAPI
+        from llm import get_client
+        app = FastAPI()
+
+        @app.post("/chat")
+        async def chat(q: str):
+            reply = get_client().chat.completions.create(model="m", messages=[], stream=True)
+            return reply
+        """})
+    assert ("api.py", 8, "LLM004") in found(scan(root))
+
+
+SCRIPT = """
+    import asyncio, time
+
+    async def fetch(i):
+        time.sleep(1)
+        return i
+
+    async def main():
+        {body}
+
+    if __name__ == "__main__":
+        asyncio.run(main())
+    """
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("return [await fetch(i) for i in range(3)]", []),  # the loop runs nothing else: no one waits
+    ("return await asyncio.gather(*(fetch(i) for i in range(3)))", [5]),  # the other tasks wait
+])
+def test_a_script_blocks_someone_only_when_its_loop_runs_other_work(tmp_path, body, expected):
+    root = write(tmp_path, {"job.py": SCRIPT.format(body=body)})
+    assert [f.line for f in scan(root) if f.rule == "LLM004"] == expected
+
+
+def test_a_task_spawned_by_a_startup_hook_shares_the_serving_loop(tmp_path):
+    root = write(tmp_path, {"monitor.py": """
+        import asyncio
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        async def update_stats():
+            while True:
+                with open("calls.log") as log:
+                    log.read()
+                await asyncio.sleep(60)
+
+        @app.on_event("startup")
+        async def start():
+            with open("config.json") as config:  # before serving: nobody waits
+                config.read()
+            asyncio.create_task(update_stats())
+        """})
+    assert [(f.line, f.extra["context"]) for f in scan(root)] == [(8, "run-once")]
+
+
+@pytest.mark.parametrize("helper", [
+    # a lazy one-time initialisation
+    "_cache = None\ndef fetch_user(uid):\n    global _cache\n    if _cache is None:\n"
+    "        _cache = requests.get('http://users', timeout=5).json()\n    return _cache[uid]\n",
+    # cached: the body runs once per argument
+    "import functools\n@functools.lru_cache\ndef fetch_user(uid):\n"
+    "    return requests.get(f'http://users/{uid}', timeout=5).json()\n",
+    # the blocking line is suppressed inside the helper: every chain through it is silent
+    "def fetch_user(uid):\n    return requests.get(f'http://users/{uid}', timeout=5).json()  # noqa: LLM004, LLM003\n",
+])
+def test_helpers_that_do_not_block_per_call(tmp_path, helper):
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": "import requests\n" + helper})
+    assert found(scan(root), "LLM004") == []
+
+
+def test_offloaded_and_suppressed_call_sites(tmp_path):
+    routes = HANDLER.replace("return fetch_user(uid)", "return await asyncio.to_thread(fetch_user, uid)")
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": "import asyncio\n" + routes,
+                            "app/clients.py": CLIENTS})
+    assert found(scan(root), "LLM004") == []
+    suppressed = HANDLER.replace("return fetch_user(uid)", "return fetch_user(uid)  # noqa: LLM004")
+    write(tmp_path, {"app/routes.py": suppressed})
+    assert found(scan(root), "LLM004") == []
+
+
+def test_tests_and_scripts_are_not_serving(tmp_path):
+    root = write(tmp_path, {
+        "app/__init__.py": "", "app/clients.py": CLIENTS,
+        "tests/test_api.py": "import asyncio\nfrom app.clients import fetch_user\n\n"
+                             "async def check():\n    return fetch_user(1)\n",
+        "scripts/report.py": "from openai import OpenAI\nclient = OpenAI()\n\n"
+                             "def main():\n    return client.chat.completions.create(model='m', messages=[])\n\n"
+                             "if __name__ == '__main__':\n    main()\n",
+    })
+    assert found(scan(root)) == []
+
+
+def test_a_console_script_is_a_run_once_entry(tmp_path):
+    root = write(tmp_path, {"tool/__init__.py": "", "tool/cli.py": """
+        import requests
+
+        def run():
+            for url in ["a", "b"]:
+                requests.get(url, timeout=5)
+        """})
+    (root / "pyproject.toml").write_text("[project]\nname = 'tool'\n[project.scripts]\ntool = 'tool.cli:run'\n")
+    assert found(scan(root)) == []
+    (root / "pyproject.toml").write_text("[project]\nname = 'tool'\n")
+    assert found(scan(root)) == [("tool/cli.py", 6, "LLM003")]  # nobody calls it: a loop still repeats
+
+
+def test_scanning_one_file_of_a_project_uses_the_whole_project(tmp_path):
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS})
+    assert found(scan(root, "app/clients.py")) == [("app/clients.py", 5, "LLM003")]
+    assert found(scan(root, "app/routes.py")) == [("app/routes.py", 8, "LLM004")]
+
+
+def test_the_cache_gives_the_same_findings_and_re_links_every_run(tmp_path):
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS})
+    cold = scan(root, cache=True)
+    warm = scan(root, cache=True)
+    assert warm == cold and found(cold) == [("app/clients.py", 5, "LLM003"), ("app/routes.py", 8, "LLM004")]
+    (root / "app" / "routes.py").write_text(textwrap.dedent(HANDLER).replace("async def", "def"))
+    # only routes.py changed: clients.py's cached candidates are decided again, with the new graph
+    assert found(scan(root, cache=True)) == [("app/clients.py", 5, "LLM003")]
+
+
+def test_every_context_reports_the_rules_own_decisions(tmp_path):
+    root = write(tmp_path, {"batch.py": """
+        from openai import OpenAI
+        client = OpenAI()
+
+        def judge(item):
+            return client.chat.completions.create(model="m", messages=[{"role": "user", "content": item}])
+
+        if __name__ == "__main__":
+            judge("x")
+        """})
+    assert found(scan(root)) == []
+    [finding] = scan(root, every_context=True)
+    assert finding.rule == "LLM001" and finding.extra["context"] == "run-once"
