@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def findings(source: str, catalog=CATALOG):
-    result = analyze_source("t.py", textwrap.dedent(source).encode(), catalog, ScanConfig())
+    """LLM006 in every execution context: what the rule decides about a call (contexts are
+    tests/test_project_links.py's)."""
+    result = analyze_source("t.py", textwrap.dedent(source).encode(), catalog, ScanConfig(every_context=True))
     assert result.errors == []
     return [f for f in result.findings if f.rule == "LLM006"]
 
@@ -147,14 +149,9 @@ def test_sessions_with_a_default_timeout_adapter_are_trusted():
 
 
 def test_test_modules_are_not_checked():
-    assert lines("""
-        import pytest
-        import requests
-        from openai import OpenAI
-        def test_x():
-            requests.get("http://x")
-            OpenAI(timeout=None)
-        """) == []
+    source = b"import pytest\nimport requests\nfrom openai import OpenAI\ndef test_x():\n" \
+             b"    requests.get('http://x')\n    OpenAI(timeout=None)\n"
+    assert analyze_source("t.py", source, CATALOG, ScanConfig()).findings == []
 
 
 def test_in_house_timeout_keyword_from_a_user_table():

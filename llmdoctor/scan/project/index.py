@@ -99,21 +99,23 @@ class Function:
     # what it returns, when every `return` says the same: a reference, or one per item of a returned tuple
     returns: str | None = None
     returns_items: list[str | None] | None = None
+    generator: bool = False  # holds a `yield`: calling it runs nothing until the generator is iterated
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
-                self.returns_items]
+                self.returns_items, self.generator]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
-        key, name, line, is_async, owner, static, parent, decorators, calls, returns, items = data
+        key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
-                and (items is None or (type(items) is list and _optional_strings(*items)))):
+                and (items is None or (type(items) is list and _optional_strings(*items)))
+                and type(generator) is bool):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
-                   [Call.from_json(c) for c in calls], returns, items)
+                   [Call.from_json(c) for c in calls], returns, items, generator)
 
 
 @dataclass(slots=True)
@@ -435,7 +437,10 @@ class _Reader:
             for handler in node.handlers:
                 if handler.name:
                     self.bind(handler.name, None)
+                once = _import_error(handler.type)  # `except ImportError: install it`: once, if ever
+                self.lazy_depth += once
                 self.block(handler.body)
+                self.lazy_depth -= once
             self.block(node.orelse)
             self.block(node.finalbody)
         elif kind.__name__ == "Match":
@@ -520,7 +525,7 @@ class _Reader:
         if self.scope.kind == "module" and _is_main_test(node.test):
             self.main_block = True
         lazy = _lazy_target(node.test)
-        guarded = lazy is not None and _assigns(node.body, lazy)
+        guarded = (lazy is not None and _assigns(node.body, lazy)) or _once_guard(node.test)
         if guarded:
             self.lazy_depth += 1
         self.block(node.body)
@@ -633,6 +638,8 @@ class _Reader:
                 continue
             if kind is ast.NamedExpr:
                 self.bind(node.target.id, self.value_ref(node.value))
+            elif (kind is ast.Yield or kind is ast.YieldFrom) and mode != LAMBDA:
+                function.generator = True
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr) or type(child) in (ast.comprehension, ast.keyword,
                                                                   ast.FormattedValue, ast.Slice):
@@ -650,6 +657,8 @@ class _Reader:
                     literal = arg.value[:200]
                 else:
                     mode = arg.value[:20]
+            elif index == 0 and kind is ast.JoinedStr and arg.values and type(arg.values[0]) is ast.Constant:
+                literal = str(arg.values[0].value)[:200]  # f"/proc/{pid}/stat": its constant start
             if kind in (ast.Name, ast.Attribute, ast.Call):
                 target = self.ref(arg)
                 if target is not None and not target.startswith("B:"):
@@ -798,6 +807,22 @@ def _lazy_target(test: ast.expr) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+ONCE_TESTS = frozenset({"exists", "is_file", "is_dir", "isfile", "isdir", "find_spec", "find_module"})
+
+
+def _once_guard(test: ast.expr) -> bool:
+    """`if not os.path.exists(path):` / `if not path.exists():` / `if not importlib.util.find_spec(pkg):`: the
+    body makes what the test looks for (a download, an install), so it runs once, not per call."""
+    if type(test) is not ast.UnaryOp or not isinstance(test.op, ast.Not) or type(test.operand) is not ast.Call:
+        return False
+    return _text(test.operand.func).rsplit(".", 1)[-1] in ONCE_TESTS
+
+
+def _import_error(kind: ast.expr | None) -> int:
+    names = [kind] if kind is not None and type(kind) is not ast.Tuple else (kind.elts if kind is not None else [])
+    return int(any(_text(name).rsplit(".", 1)[-1] in ("ImportError", "ModuleNotFoundError") for name in names))
 
 
 def _text_target(node: ast.expr) -> str:

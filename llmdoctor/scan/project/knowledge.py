@@ -14,7 +14,7 @@ INTERACTIVE = "interactive"
 WORKER = "worker"
 ENTRY_KINDS = (INTERACTIVE, WORKER)
 FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code"}
-RUN_ONCE_KEYS = {"decorators", "registrations", "names", "concurrency"}
+RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "concurrency"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
                            "options"})
@@ -73,6 +73,7 @@ class EntryKnowledge:
     once_decorators: Patterns = field(default_factory=Patterns)
     once_registrations: list[Registration] = field(default_factory=list)
     once_names: frozenset[str] = frozenset()
+    once_name_globs: Patterns = field(default_factory=Patterns)
     concurrency: Patterns = field(default_factory=Patterns)
     test_imports: frozenset[str] = frozenset()
     test_paths: tuple[str, ...] = ()
@@ -118,6 +119,8 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
             knowledge.once_registrations.append(_registration(entry, f"{where}.run_once.registrations[{i}]'",
                                                               "run-once", INTERACTIVE))
         once_names.update(_strings(once.get("names"), f"{where}.run_once.names'"))
+        for glob in _strings(once.get("name_globs"), f"{where}.run_once.name_globs'"):
+            knowledge.once_name_globs.add(glob if "*" in glob else f"{glob}*")
         for name in _strings(once.get("concurrency"), f"{where}.run_once.concurrency'"):
             knowledge.concurrency.add(name)
         offline = data.get("offline") or {}

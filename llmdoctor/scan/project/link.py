@@ -15,6 +15,7 @@ from llmdoctor.scan.project.layout import Layout
 from llmdoctor.scan.project.model import OFFLINE, RUN_ONCE, ProjectModel, Step
 
 FUNCTION_KEY = "_function"
+ONLY_IN = "_only_in"  # a candidate's extra: the contexts it may be reported in at all
 EVERYWHERE = "everywhere"  # a candidate's extra: a bug in any context (anthropic's long non-streaming call)
 DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", RUN_ONCE: "report",
                   OFFLINE: "off"}
@@ -79,7 +80,10 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     extra = dict(candidate.extra)
     key = extra.pop(FUNCTION_KEY, "")
     everywhere = extra.pop(EVERYWHERE, False)
+    only_in = extra.pop(ONLY_IN, None)
     context = model.context_of(path, key)
+    if only_in is not None and context.kind not in only_in and not every_context:
+        return None
     spec = catalog.rules.get(candidate.rule)
     policy = getattr(spec, "contexts", None) or DEFAULT_POLICY
     verdict = "report" if everywhere or every_context else policy.get(context.kind,

@@ -18,6 +18,7 @@ from llmdoctor.scan.project.model import Blocking
 from llmdoctor.scan.project.rules import ProjectRule
 
 FUNCTION_KEY = "_function"
+ONLY_IN = "_only_in"  # the contexts a finding is reported in, whatever the rule's policy says
 
 
 class BlockingCallInAsync(ProjectRule):
@@ -37,7 +38,7 @@ class BlockingCallInAsync(ProjectRule):
                 if blocking is not None:
                     yield self._direct(shown_path, function, blocking), lines
                     continue
-                for callee in model.callee_nodes(node.id, call):
+                for callee in model.callee_nodes(node.id, call, run=True):
                     target = model.nodes[callee]
                     if target.function.is_async:
                         continue
@@ -46,7 +47,10 @@ class BlockingCallInAsync(ProjectRule):
                         yield self._through(shown_path, node, call, chain), lines
                         break
 
-    def _finding(self, path: str, site, message: str, fix: str | None, function_key: str, **extra) -> Finding:
+    def _finding(self, path: str, site, message: str, fix: str | None, function_key: str, *,
+                 serving_only: bool = False, **extra) -> Finding:
+        if serving_only:
+            extra[ONLY_IN] = ["serving", "worker"]
         return Finding(rule=self.code, severity=self.spec.severity, path=path, line=site.line, column=site.col,
                        end_line=site.end_line, end_column=site.end_col, message=message, fix=fix,
                        extra={**extra, FUNCTION_KEY: function_key})
@@ -58,7 +62,7 @@ class BlockingCallInAsync(ProjectRule):
             return self._finding(
                 path, call, f"`{shown}()` blocks the event loop inside `async def {function.name}`",
                 blocking.fix or "await an async equivalent or asyncio.to_thread(...)", function.key,
-                call=blocking.callee)
+                serving_only=blocking.serving_only, call=blocking.callee)
         method = blocking.sdk
         receiver = method.receiver
         chain = call.text

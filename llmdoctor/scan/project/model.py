@@ -117,6 +117,7 @@ class Blocking:
     callee: str  # qualified
     fix: str | None
     sdk: object | None = None  # the SDK Method for a sync generation call
+    serving_only: bool = False  # blocks only where requests are served (`input()`: a console program's own)
 
 
 class ProjectModel:
@@ -249,12 +250,15 @@ class ProjectModel:
             current = following
         return chain
 
-    def callee_nodes(self, node_id: int, call: Call) -> list[int]:
-        """The project functions a call runs: the function, or a class's `__init__`/`__post_init__`."""
+    def callee_nodes(self, node_id: int, call: Call, run: bool = False) -> list[int]:
+        """The project functions a call reaches: the function, or a class's `__init__`/`__post_init__`. With
+        `run`, only those the call itself runs (calling a generator function runs nothing yet)."""
         target = self.resolve(node_id, call.ref)
         if target is None:
             return []
         if target.kind == "function":
+            if run and self.nodes[target.node].function.generator:
+                return []
             return [target.node]
         if target.kind == "class":
             return [n for n in (self._method(target.klass, name) for name in ("__init__", "__post_init__"))
@@ -297,7 +301,7 @@ class ProjectModel:
                 parent = self.by_key.get((node.path, function.parent))
                 if parent is not None:
                     self.nodes[parent].edges.append((node.id, E_DEF, None))
-            if function.key and function.name in knowledge.once_names:
+            if function.key and (function.name in knowledge.once_names or knowledge.once_name_globs.match(function.name)):
                 self.once.add(node.id)
             self._decorators(node)
             for call in function.calls:
@@ -659,10 +663,13 @@ class ProjectModel:
             marker = entry.get("nonblocking_with")
             if marker and marker in call.marks:
                 return None  # os.waitpid(pid, os.WNOHANG) returns at once
+            if call.literal and any(call.literal.startswith(p) for p in entry.get("nonblocking_paths") or ()):
+                return None  # open(f"/proc/{pid}/stat"): a kernel file, read from memory
             instead = entry.get("use_instead")
             if call.mode and any(flag in call.mode for flag in "wax+") and entry.get("use_instead_write"):
                 instead = entry.get("use_instead_write")
-            return Blocking(call, qualified, f"use {instead}" if instead else None)
+            return Blocking(call, qualified, f"use {instead}" if instead else None,
+                            serving_only=bool(entry.get("serving_only")))
         if method.exempt.no_model_call & set(call.keywords):
             return None  # litellm.completion(mock_response=...) answers without a model
         return Blocking(call, qualified, None, sdk=method)
@@ -760,7 +767,7 @@ class ProjectModel:
             if function.is_async or node.cached or not function.key:
                 continue
             for callee, edge, call in node.edges:
-                if edge == E_CALL and call is not None and not call.lazy:
+                if edge == E_CALL and call is not None and not call.lazy and not self.nodes[callee].function.generator:
                     callers.setdefault(callee, []).append((node.id, call))
             for call in function.calls:
                 found = self.blocking_call(node.id, call)

@@ -81,7 +81,7 @@ class HttpCallWithoutTimeout(Rule):
         super().__init__(*args, **kwargs)
         self._knowledge: ClientKnowledge = client_knowledge(self.catalog)
         self._adapter_defaults = False  # the module may give its requests sessions a default timeout
-        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool, str]] = []
+        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool, str, bool]] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:  # class TimeoutHTTPAdapter(HTTPAdapter): sends with a default timeout
@@ -94,10 +94,10 @@ class HttpCallWithoutTimeout(Rule):
                 self._adapter_defaults = True
 
     def leave_Module(self, node: cst.Module) -> None:
-        for call, statement, message, fix, session_missing, function in self._pending:
+        for call, statement, message, fix, session_missing, function, configures in self._pending:
             if session_missing and self._adapter_defaults:
                 continue
-            self.report(call, message, fix=fix, statement=statement, function=function)
+            self.report(call, message, fix=fix, statement=statement, function=function, configures=configures)
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.context.callee_name(node)
@@ -115,7 +115,7 @@ class HttpCallWithoutTimeout(Rule):
             if (receiver.is_module or not timeout.get("constructor", True)
                     or not timeout.get("constructor_none_disables", True)):
                 return
-            self._check(node, shown, callee, timeout, missing_applies=False, session=False)
+            self._check(node, shown, callee, timeout, missing_applies=False, session=False, configures=True)
             return
         found = knowledge.receiver_of(callee)
         if found is None:
@@ -135,7 +135,9 @@ class HttpCallWithoutTimeout(Rule):
                     missing_applies=methods is not None, session=True)
 
     def _check(self, node: cst.Call, shown: str, owner: str, timeout: dict, *, missing_applies: bool,
-               session: bool) -> None:
+               session: bool, configures: bool = False) -> None:
+        """`configures`: the call builds a client (its timeout holds for every request made through it, wherever
+        the client is built)."""
         kwarg = timeout.get("kwarg")
         if not kwarg:
             return
@@ -152,7 +154,7 @@ class HttpCallWithoutTimeout(Rule):
                     node, self.context.statement,
                     (f"`{shown}()` has no `{kwarg}=`: {owner.split('.')[0]} has no default timeout, so a "
                      "stalled server holds this call (and the worker running it) forever"),
-                    MISSING_FIX, session, self.context.function_key,
+                    MISSING_FIX, session, self.context.function_key, False,
                 ))
             return
         if not (isinstance(value, cst.Name) and value.value == "None") or not timeout.get("none_disables"):
@@ -163,4 +165,5 @@ class HttpCallWithoutTimeout(Rule):
         else:
             message = (f"`{kwarg}=None` on `{shown}()` turns off {owner}'s default timeout ({default}): a stalled "
                        "server holds this call forever")
-        self._pending.append((node, self.context.statement, message, NONE_FIX, False, self.context.function_key))
+        self._pending.append((node, self.context.statement, message, NONE_FIX, False, self.context.function_key,
+                              configures))
