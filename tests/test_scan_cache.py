@@ -109,7 +109,14 @@ def test_an_old_trusted_stat_is_a_hit_without_reading(tmp_path: Path, monkeypatc
 
     monkeypatch.setattr("builtins.open", no_source_reads)
     warm, ex = scan(tmp_path)
-    assert ex.cache.stats.hits == 1 and [f["rule"] for f in warm["findings"]] == ["LLM004"]
+    # nothing changed, every stat trusted: the project's last reports, without a read or an entry loaded
+    assert ex.cache.stats.linked == 1 and ex.cache.stats.hits == 0
+    assert [f["rule"] for f in warm["findings"]] == ["LLM004"]
+    source.write_text(BLOCKING + "\n")  # the project changed: its files are looked up one by one again
+    os.utime(source, ns=(time.time_ns() - 10**10,) * 2)
+    monkeypatch.setattr("builtins.open", real_open)
+    _, ex = scan(tmp_path)
+    assert ex.cache.stats.linked == 0 and ex.cache.stats.misses == 1
 
 
 def test_touched_file_with_same_content_is_confirmed_by_hash(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ deleted from the folder.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ FORMAT = 2  # 2: entries hold the module's project-model index and whether its r
 MAGIC = "llmdoctor-scan-cache"
 RACY_NS = 2_000_000_000  # a stat recorded within 2 s of the file's mtime is confirmed by content hash
 KEEP_RUN_FILES = 16  # older run-key files (other configs, versions) are pruned beyond this many
+KEEP_LINKED_STATES = 4  # project states whose final reports are kept (a branch switch and back stays warm)
 MAX_CACHE_BYTES = 512 * 2**20  # a run file of 100,000 entries is ~30 MB
 HEADER = f'{{"magic":"{MAGIC}"'.encode()  # how every file this cache writes starts (see `save`)
 TMP_PREFIX = ".tmp-"
@@ -189,15 +191,37 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     rehashed: int = 0  # stat changed (or racy) but the content hash matched
+    linked: int = 0  # projects answered whole by their last reports (nothing changed)
+
+
+def project_state(files: list[str], checked: set[str], root: str | None) -> str | None:
+    """A digest of every file of a project as it is now (path and trusted stat), with which of them are
+    checked: equal digests, equal reports. None when a file was changed too recently for its stat to tell an
+    edit in the same timestamp tick (see RACY_NS), or cannot be read."""
+    digest = hashlib.sha256(f"{root}\0".encode())
+    now = time.time_ns()
+    for path in sorted(files):
+        try:
+            stat = stat_key(os.stat(path))
+        except OSError:
+            return None
+        if now - max(stat[0], stat[1]) <= RACY_NS:
+            return None
+        digest.update(f"{path}\0{stat}\0{path in checked}\0".encode())
+    return digest.hexdigest()
 
 
 class ScanCache:
-    """One run key's entries. `lookup` before analysing, `store` after, `save` once at the end."""
+    """One run key's entries. `lookup` before analysing, `store` after, `save` once at the end. Beside them,
+    `linked`/`remember`: the final reports of a whole project by its `project_state`, so that a run where nothing
+    changed reads one small file and neither loads the entries nor links the project model."""
 
     def __init__(self, directory: str, key: str, *, read: bool = True) -> None:
         self.directory = directory
         self.key = key
         self.file = os.path.join(directory, f"scan-{key[:32]}.json")
+        self.link_file = os.path.join(directory, f"link-{key[:32]}.json")
+        self._read = read
         self.entries: dict[str, list] = {}
         self.stats = CacheStats()
         self._dirty = False
@@ -210,7 +234,66 @@ class ScanCache:
             self.notice = (f"cache not used: {directory} is a symbolic link (to {target}); llmdoctor does not "
                            f"write through links: pass --cache-dir {target} to use that folder")
             return
-        self.entries = self._load() if read else {}
+        self._loaded = False
+        self._entries_read = read
+
+    @property
+    def entries(self) -> dict[str, list]:  # read on first use: a run answered by `linked` never loads them
+        if not self._loaded:
+            self._loaded = True
+            self._entries = self._load() if self._entries_read else {}
+        return self._entries
+
+    @entries.setter
+    def entries(self, value: dict[str, list]) -> None:
+        self._loaded, self._entries = True, value
+
+    # ------------------------------------------------------------------ the linked reports of a project
+
+    def linked(self, state: str | None) -> list | None:
+        """The FileResults the last run with this project `state` reported, or None."""
+        if state is None or not self.usable or not self._read:
+            return None
+        data = self._load_links().get(state)
+        if not isinstance(data, dict):
+            return None
+        try:
+            found = [result_from_json(path, result) for path, result in data.items()]
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None  # malformed: link again
+        self.stats.linked += 1
+        return found
+
+    def remember(self, state: str | None, results: list) -> None:
+        if state is None or not self.usable:
+            return
+        encoded = {}
+        for result in results:
+            found = encode_result(dataclasses.replace(result, index=None))  # reports only: no graph to keep
+            if found is None:
+                return  # an unreadable file is not a state to remember
+            encoded[result.path] = found
+        states = {k: v for k, v in self._load_links().items() if k != state}
+        kept = dict(list(states.items())[-(KEEP_LINKED_STATES - 1):]) if KEEP_LINKED_STATES > 1 else {}
+        kept[state] = encoded
+        payload = json.dumps({"magic": MAGIC, "format": FORMAT, "key": self.key, "version": __version__,
+                              "states": kept}, separators=(",", ":"))
+        try:
+            self._prepare_directory()
+            _atomic_write(self.link_file, payload)
+        except OSError as err:
+            self.notice = f"cache not written to {self.directory}: {err.strerror or err} (use --no-cache or --cache-dir)"
+
+    def _load_links(self) -> dict:
+        try:
+            raw = read_bounded(self.link_file, MAX_CACHE_BYTES, what="cache file", follow=False)
+            data = json.loads(raw)
+        except (InputProblem, ValueError, RecursionError, MemoryError):
+            return {}
+        if (not isinstance(data, dict) or data.get("magic") != MAGIC or data.get("format") != FORMAT
+                or data.get("key") != self.key or not isinstance(data.get("states"), dict)):
+            return {}
+        return data["states"]
 
     # ------------------------------------------------------------------ reading
 
@@ -311,7 +394,7 @@ class ScanCache:
             try:
                 if entry.is_symlink() or not entry.is_file():
                     continue
-                if entry.name.startswith("scan-") and entry.name.endswith(".json"):
+                if entry.name.startswith(("scan-", "link-")) and entry.name.endswith(".json"):
                     if _is_ours(entry.path):
                         runs.append((entry.stat().st_mtime, entry.path))
                 elif entry.name.startswith(TMP_PREFIX) and now - entry.stat().st_mtime > 3600 and any(

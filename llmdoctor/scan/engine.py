@@ -83,9 +83,10 @@ def analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
     tree = parse_python(source)
     if tree is not None:
         from llmdoctor.scan.project.index import index_module
+        from llmdoctor.scan.project.knowledge import index_interest
 
         try:
-            result.index = index_module(source, tree)
+            result.index = index_module(source, tree, index_interest(catalog))
         except RecursionError:
             result.index = None  # a pathological nesting: the module stays out of the project model
     if not rules:

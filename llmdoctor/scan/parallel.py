@@ -264,12 +264,12 @@ class ScanExecutor:
         self.cache = None  # the ScanCache of the last run, for its stats and notice
         self.notices: list[str] = []
 
-    def __call__(self, files: list[str], catalog: Catalog, config: ScanConfig,
-                 checked: set[str] | None = None) -> Iterable[FileResult]:
+    def _open(self, catalog: Catalog, config: ScanConfig):
+        """The cache of this run (opened once), or None without one."""
         if not self.use_cache:
-            for result, _ in analyze_many(files, catalog, config, self.jobs, checked):
-                yield result
-            return
+            return None
+        if self.cache is not None:
+            return self.cache
         from llmdoctor.scan.cache import ENV_VAR, ScanCache, default_cache_dir, run_key, running_in_ci
 
         chosen = self.cache_dir or os.environ.get(ENV_VAR)
@@ -282,6 +282,32 @@ class ScanExecutor:
             self.notices.append(f"cache in {directory} not read: CI is set and the folder is inside the checked-out "
                                 "tree, where it may have come with the code under review (to use a cache your "
                                 f"workflow restored, name it with --cache-dir or {ENV_VAR})")
+        return cache
+
+    def linked(self, files: list[str], checked: set[str], root: str | None, catalog: Catalog,
+               config: ScanConfig) -> tuple[list[FileResult] | None, str | None]:
+        """(the final results of the last run over this very project state, or None; the state)."""
+        cache = self._open(catalog, config)
+        if cache is None or not cache.usable:
+            return None, None
+        from llmdoctor.scan.cache import project_state
+
+        state = project_state(files, checked, root)
+        return cache.linked(state), state
+
+    def remember(self, state: str | None, results: list[FileResult], catalog: Catalog, config: ScanConfig) -> None:
+        cache = self._open(catalog, config)
+        if cache is not None:
+            cache.remember(state, results)
+
+    def __call__(self, files: list[str], catalog: Catalog, config: ScanConfig,
+                 checked: set[str] | None = None) -> Iterable[FileResult]:
+        cache = self._open(catalog, config)
+        if cache is None:
+            for result, _ in analyze_many(files, catalog, config, self.jobs, checked):
+                yield result
+            return
+        directory = cache.directory
         if not cache.usable:
             self.notices.append(cache.notice or f"cache not used: {directory}")
             for result, _ in analyze_many(files, catalog, config, self.jobs, checked):

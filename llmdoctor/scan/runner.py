@@ -116,9 +116,16 @@ def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Anal
     report = plan.report
     parsed = prefiltered = suppressed = 0
     checked = set(plan.files)
-    every = sorted({path for _, files in plan.projects for path in files})
+    analyze = analyze or analyze_serial
+    linked: dict[str | None, tuple[list[FileResult] | None, str | None]] = {}
+    remembers = hasattr(analyze, "linked")
+    for root, files in plan.projects:  # a project where nothing changed: its last reports, as they were
+        # (the reports print paths relative to the working directory: it is part of the state)
+        linked[root] = (analyze.linked(files, checked, f"{root}\0{cwd}", plan.catalog, plan.config) if remembers
+                        else (None, None))
+    every = sorted({path for root, files in plan.projects if linked[root][0] is None for path in files})
     results: dict[str, FileResult] = {}
-    for done, result in enumerate((analyze or analyze_serial)(every, plan.catalog, plan.config, checked), 1):
+    for done, result in enumerate(analyze(every, plan.catalog, plan.config, checked) if every else (), 1):
         results[result.path] = result
         if progress is not None:
             progress(done, len(every))
@@ -129,8 +136,13 @@ def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Anal
     from llmdoctor.scan.project.link import link_results
 
     for root, files in plan.projects:
-        for result in link_results([results[p] for p in files if p in results], plan.catalog, plan.config,
-                                   root, show=show):
+        final, state = linked[root]
+        if final is None:
+            final = link_results([results[p] for p in files if p in results], plan.catalog, plan.config, root,
+                                 show=show)
+            if remembers:
+                analyze.remember(state, final, plan.catalog, plan.config)
+        for result in final:
             shown = show(result.path)
             report.findings.extend(dataclasses.replace(f, path=shown) for f in result.findings)
             report.errors.extend(dataclasses.replace(e, path=shown) for e in result.errors)

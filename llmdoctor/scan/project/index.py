@@ -26,9 +26,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass, field
 
+from llmdoctor.scan.codefacts import NODE_FIELDS
+
 BUILTIN_NAMES = frozenset(dir(builtins))
+# a comment that may silence an llmdoctor finding: `# noqa` alone, one naming an LLM code, `# llmdoctor: ...`
+_SUPPRESSION_HINT = re.compile(r"#\s*noqa(?!\s*:)|#\s*noqa\s*:[^\n]*\bLLM|llmdoctor:", re.IGNORECASE)
 MODULE_KEY = ""  # the pseudo-function of module-level code (and class bodies): runs at import
 
 # call kinds
@@ -205,13 +210,16 @@ def _decorator(data) -> Decorator:
 # ----------------------------------------------------------------------------- the walk
 
 
-def index_module(source: str, tree: ast.Module) -> ModuleIndex:
-    """The index of a module `ast.parse` read from `source`."""
+def index_module(source: str, tree: ast.Module, interest=None) -> ModuleIndex:
+    """The index of a module `ast.parse` read from `source`. `interest`: which calls of the standard library
+    and builtins to keep (knowledge.Interest; None: all)."""
     reader = _Reader(source)
+    reader.interest = interest
     reader.read_module(tree)
     index = ModuleIndex(bindings=reader.module_bindings, functions=reader.functions, classes=reader.classes,
                         imports=reader.runtime_imports, main_block=reader.main_block)
-    if "noqa" in source or "llmdoctor:" in source or "NOQA" in source:
+    if ("noqa" in source or "NOQA" in source or "llmdoctor:" in source) and _SUPPRESSION_HINT.search(source):
+        # (a tokenizer pass costs as much as the parse: only when a comment can silence an llmdoctor finding)
         index.suppressions, index.file_ignores = _suppressions(source)
     return index
 
@@ -241,6 +249,7 @@ class _Reader:
         self.statement_line = 1
         self.imported_names: set[str] = set()  # module-level names an import binds
         self._returns_seen: dict[str, int] = {}
+        self.interest = None
 
     # ------------------------------------------------------------------ module
 
@@ -616,9 +625,16 @@ class _Reader:
         """Record every call under `roots` (lambdas' bodies as LAMBDA calls, comprehensions inherit)."""
         stack: list[tuple[ast.AST, int]] = [(root, CALL) for root in roots if root is not None]
         function = self.executing()
+        fields_of = NODE_FIELDS
+        name_node, constant, attribute = ast.Name, ast.Constant, ast.Attribute
         while stack:
             node, mode = stack.pop()
             kind = type(node)
+            if kind is name_node or kind is constant:  # the most frequent nodes: nothing below them
+                continue
+            if kind is attribute:
+                stack.append((node.value, mode))
+                continue
             if kind is ast.Call:
                 self.call(node, function, mode)
                 stack.extend((child, mode) for child in _call_children(node))
@@ -640,10 +656,12 @@ class _Reader:
                 self.bind(node.target.id, self.value_ref(node.value))
             elif (kind is ast.Yield or kind is ast.YieldFrom) and mode != LAMBDA:
                 function.generator = True
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.expr) or type(child) in (ast.comprehension, ast.keyword,
-                                                                  ast.FormattedValue, ast.Slice):
-                    stack.append((child, mode))
+            for field_name in fields_of.get(kind, ()):  # the fields of this node type that hold nodes
+                value = getattr(node, field_name, None)
+                if type(value) is list:
+                    stack.extend((child, mode) for child in value if child is not None)
+                elif value is not None:
+                    stack.append((value, mode))
 
     def call(self, node: ast.Call, function: Function, how: int) -> None:
         ref = self.ref(node.func)
@@ -686,8 +704,8 @@ class _Reader:
             _marks(value, marks)
         if any(type(a) is ast.Starred for a in node.args):
             keywords.append("*")
-        if ref is None and not args:
-            return
+        if not args and (ref is None or (self.interest is not None and not self.interest.keeps(ref))):
+            return  # `len(x)`, `json.dumps(d)`: nothing any rule or entry point asks about
         line, col, end_line, end_col = self.span(node)
         function.calls.append(Call(
             ref=ref or "?", kind=how, line=line, col=col, end_line=end_line, end_col=end_col,

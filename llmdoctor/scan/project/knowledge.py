@@ -5,6 +5,8 @@ class a handler, this module test code?"""
 from __future__ import annotations
 
 import fnmatch
+import re
+import sys
 from dataclasses import dataclass, field
 
 from llmdoctor.errors import UserError
@@ -16,26 +18,40 @@ ENTRY_KINDS = (INTERACTIVE, WORKER)
 FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code"}
 RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "concurrency"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes"}
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
                            "options"})
 
 
 class Patterns:
-    """Qualified names, exact or with `*` globs (a glob may span dots)."""
+    """Qualified names, exact or with `*` globs (a glob may span dots); answers are memoized."""
 
     def __init__(self, names=()) -> None:
         self.exact: set[str] = set()
         self.globs: list[str] = []
+        self._regex: re.Pattern | None = None
+        self._memo: dict[str, bool] = {}
         for name in names:
             self.add(name)
 
     def add(self, name: str) -> None:
         (self.globs.append if "*" in name else self.exact.add)(name)
+        self._regex = None
+        self._memo.clear()
 
     def match(self, qualified: str | None) -> bool:
         if not qualified:
             return False
-        return qualified in self.exact or any(fnmatch.fnmatchcase(qualified, g) for g in self.globs)
+        found = self._memo.get(qualified)
+        if found is None:
+            if self._regex is None and self.globs:
+                self._regex = re.compile("|".join(fnmatch.translate(g) for g in self.globs))
+            found = qualified in self.exact or (self._regex is not None and self._regex.match(qualified) is not None)
+            self._memo[qualified] = found
+        return found
+
+    def __getstate__(self) -> dict:  # (pickled with the catalog: the compiled pattern is rebuilt on demand)
+        return {"exact": self.exact, "globs": self.globs, "_regex": None, "_memo": {}}
 
     def __bool__(self) -> bool:
         return bool(self.exact or self.globs)
@@ -86,6 +102,43 @@ class EntryKnowledge:
             if names.match(qualified):
                 return framework, kind
         return None
+
+
+@dataclass(frozen=True)
+class Interest:
+    """What the index must keep of a call to the standard library or a builtin (the rest cannot matter to
+    any rule or entry point): the names the knowledge mentions."""
+
+    stdlib: frozenset[str]  # top-level standard library modules some table or entry point names
+    builtins: frozenset[str]  # builtins some table names (`open`, `input`)
+
+    def keeps(self, ref: str) -> bool:
+        if ref.startswith("B:"):
+            return ref[2:].split(".", 1)[0].split("(", 1)[0] in self.builtins
+        if ref.startswith("I:"):
+            root = ref[2:].split(".", 1)[0].split("(", 1)[0]
+            return root not in _STDLIB or root in self.stdlib
+        return True
+
+
+def index_interest(catalog) -> Interest:
+    found = catalog.memo.get("index-interest")
+    if found is None:
+        from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
+
+        names: set[str] = set()
+        for table in catalog.tables.values():
+            names.update(table.names())
+        knowledge = entry_knowledge(catalog)
+        for patterns in [*(p for p, _, _ in knowledge.decorators), knowledge.once_decorators, knowledge.concurrency,
+                         *(r.calls for r in (*knowledge.registrations, *knowledge.once_registrations))]:
+            names.update(patterns.exact)
+            names.update(patterns.globs)
+        names.update(sdk_knowledge(catalog).calls)
+        roots = {name.split(".", 1)[0] for name in names}
+        builtins = {name.split(".")[1] for name in names if name.startswith("builtins.") and "." in name}
+        found = catalog.memo["index-interest"] = Interest(frozenset(roots), frozenset(builtins))
+    return found
 
 
 def entry_knowledge(catalog) -> EntryKnowledge:

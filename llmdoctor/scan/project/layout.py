@@ -38,6 +38,7 @@ class Layout:
                 folder = os.path.dirname(folder)
         self._bases: dict[str, list[str]] = {}
         self._memo: dict[tuple[str, str], tuple[str, int] | None] = {}
+        self._modules: dict[str, dict[str, str]] = {}  # search root -> dotted module name -> file or folder
 
     def relative(self, path: str) -> str:
         try:
@@ -87,14 +88,38 @@ class Layout:
         parts = dotted.split(".")
         found = None
         for root in self.search_roots(importer):
+            modules = self._modules_under(root)
             for end in range(len(parts), 0, -1):
-                target = self.module_file(root, parts[:end])
+                target = modules.get(".".join(parts[:end]))
                 if target is not None:
                     found = (target, end)
                     break
             if found is not None:
                 break
         self._memo[key] = found
+        return found
+
+    def _modules_under(self, root: str) -> dict[str, str]:
+        """Every module (and namespace folder) below `root`, by the dotted name an import from `root` uses."""
+        found = self._modules.get(root)
+        if found is not None:
+            return found
+        found: dict[str, str] = {}
+        prefix = root.rstrip(os.sep) + os.sep
+        packages = {}
+        for path in sorted(self.files, key=lambda p: (not p.endswith(".py"), p)):  # .py before .pyi
+            if not path.startswith(prefix):
+                continue
+            relative = path[len(prefix):]
+            if relative.endswith(("/__init__.py", "/__init__.pyi")):
+                packages.setdefault(relative.rsplit("/", 1)[0].replace("/", "."), path)
+            elif relative.endswith((".py", ".pyi")):
+                found.setdefault(relative.rsplit(".", 1)[0].replace("/", "."), path)
+        found.update(packages)  # a package (its __init__) before a module of the same name, as Python looks
+        for folder in self.dirs:  # a namespace package last
+            if folder.startswith(prefix):
+                found.setdefault(folder[len(prefix):].replace(os.sep, "."), folder)
+        self._modules[root] = found
         return found
 
     def relative_import(self, importer: str, level: int, dotted: str) -> tuple[str, int] | None:

@@ -45,6 +45,7 @@ CONTEXTS = (SERVING, WORKER_CONTEXT, RUN_ONCE, OFFLINE, UNKNOWN)
 E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF = range(6)
 _EDGE_OF_CALL = {CALL: E_CALL, AWAIT: E_AWAIT, LAMBDA: E_LAMBDA}
 MAX_RESOLVE_DEPTH = 12
+_TOKENS: dict[str, list[str]] = {}  # a reference's parts, parsed once per process
 LAMBDA_KEY = "<lambda>"
 CALLED = "()"
 
@@ -213,7 +214,13 @@ class ProjectModel:
     def resolve(self, node_id: int, ref: str | None) -> Target | None:
         if not ref or ref == "?":
             return None
-        key = (node_id, ref)
+        # imports, module names and builtins mean the same in every function of a module; `self.x` in every
+        # method of a class
+        node = self.nodes[node_id]
+        if ref[0] in "IMRBF":
+            key = (node.path, ref)
+        else:
+            key = (node.path, node.function.owner or node.function.parent or node.function.key, ref)
         if key in self._resolved:
             return self._resolved[key]
         self._resolved[key] = None  # a cycle resolves to nothing
@@ -513,7 +520,9 @@ class ProjectModel:
         if depth > MAX_RESOLVE_DEPTH:
             return None
         root, _, rest = ref.partition(":")
-        tokens = _tokens(rest)
+        tokens = _TOKENS.get(rest)
+        if tokens is None:
+            tokens = _TOKENS[rest] = _tokens(rest)
         if root == "I":
             names = _leading_names(tokens)
             found = self.layout.absolute(node.path, ".".join(names)) if names else None
