@@ -198,7 +198,7 @@ def project_state(files: list[str], checked: set[str], root: str | None) -> str 
     """A digest of every file of a project as it is now (path and trusted stat), with which of them are
     checked: equal digests, equal reports. None when a file was changed too recently for its stat to tell an
     edit in the same timestamp tick (see RACY_NS), or cannot be read."""
-    digest = hashlib.sha256(f"{root}\0".encode())
+    digest = hashlib.sha256(os.fsencode(f"{root}\0"))
     now = time.time_ns()
     for path in sorted(files):
         try:
@@ -207,7 +207,7 @@ def project_state(files: list[str], checked: set[str], root: str | None) -> str 
             return None
         if now - max(stat[0], stat[1]) <= RACY_NS:
             return None
-        digest.update(f"{path}\0{stat}\0{path in checked}\0".encode())
+        digest.update(os.fsencode(f"{path}\0{stat}\0{path in checked}\0"))  # (a file name need not be UTF-8)
     return digest.hexdigest()
 
 

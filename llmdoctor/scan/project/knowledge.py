@@ -16,7 +16,7 @@ INTERACTIVE = "interactive"
 WORKER = "worker"
 ENTRY_KINDS = (INTERACTIVE, WORKER)
 FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code"}
-RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "concurrency"}
+RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "concurrency", "spawn"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
@@ -91,6 +91,7 @@ class EntryKnowledge:
     once_names: frozenset[str] = frozenset()
     once_name_globs: Patterns = field(default_factory=Patterns)
     concurrency: Patterns = field(default_factory=Patterns)
+    spawn: Patterns = field(default_factory=Patterns)
     test_imports: frozenset[str] = frozenset()
     test_paths: tuple[str, ...] = ()
     test_functions: tuple[str, ...] = ()
@@ -176,6 +177,8 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
             knowledge.once_name_globs.add(glob if "*" in glob else f"{glob}*")
         for name in _strings(once.get("concurrency"), f"{where}.run_once.concurrency'"):
             knowledge.concurrency.add(name)
+        for name in _strings(once.get("spawn"), f"{where}.run_once.spawn'"):
+            knowledge.spawn.add(name)
         offline = data.get("offline") or {}
         _keys(offline, OFFLINE_KEYS, where + ".offline'")
         test_imports.update(_strings(offline.get("imports"), f"{where}.offline.imports'"))

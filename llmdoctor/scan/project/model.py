@@ -364,8 +364,8 @@ class ProjectModel:
                 node.edges.append((target.node, E_OFFLOAD if handed else E_REF, call))
         if qualified is not None:
             self._registrations(node, call, qualified)
-        concurrency = self.knowledge.concurrency
-        if concurrency.match(qualified) or (qualified is None and concurrency.match(call.text)):
+        spawn = self.knowledge.spawn
+        if spawn.match(qualified) or (qualified is None and spawn.match(call.text)):
             for _, ref in call.args:  # asyncio.create_task(worker()): worker runs beside its spawner
                 target = self._argument_target(node.id, ref)
                 if target is not None and target.kind == "function":
