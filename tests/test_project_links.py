@@ -279,5 +279,6 @@ def test_every_context_reports_the_rules_own_decisions(tmp_path):
             judge("x")
         """})
     assert found(scan(root)) == []
-    [finding] = scan(root, every_context=True)
-    assert finding.rule == "LLM001" and finding.extra["context"] == "run-once"
+    reported = {f.rule: f for f in scan(root, every_context=True)}
+    assert reported["LLM001"].extra["context"] == "run-once"
+    assert reported["LLM003"].line == 3 and "top-level code" in reported["LLM003"].message

@@ -250,6 +250,7 @@ class _Reader:
         self.imported_names: set[str] = set()  # module-level names an import binds
         self._returns_seen: dict[str, int] = {}
         self.interest = None
+        self.handed_lambdas: set[int] = set()
 
     # ------------------------------------------------------------------ module
 
@@ -287,6 +288,10 @@ class _Reader:
                         else:
                             bindings[name] = item
             elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While) or kind.__name__ == "TryStar":
+                if kind is ast.With:  # `with gr.Blocks() as demo:` at module level
+                    for item in statement.items:
+                        if type(item.optional_vars) is ast.Name and item.optional_vars.id not in imported:
+                            bindings[item.optional_vars.id] = self.value_ref(item.context_expr)
                 for block in _blocks(statement):
                     self._collect_module_bindings(block)
         # a module-level def or class is itself the binding; keep "M:name" only when nothing else binds it
@@ -650,7 +655,8 @@ class _Reader:
             if kind is ast.Lambda:  # its defaults run here, its body when the lambda runs
                 defaults = [*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None]]
                 stack.extend((default, mode) for default in defaults)
-                stack.append((node.body, LAMBDA))
+                if id(node) not in self.handed_lambdas:  # (a lambda handed to a call is a function of its own)
+                    stack.append((node.body, LAMBDA))
                 continue
             if kind is ast.NamedExpr:
                 self.bind(node.target.id, self.value_ref(node.value))
@@ -670,6 +676,9 @@ class _Reader:
         literal = mode = None
         for index, arg in enumerate(node.args):
             kind = type(arg)
+            if kind is ast.Lambda:  # `box.submit(lambda t: detect(t))`: a function of its own, handed over
+                args.append((str(index), "F:" + self.lambda_function(arg, function)))
+                continue
             if index < 2 and kind is ast.Constant and isinstance(arg.value, str):
                 if index == 0:
                     literal = arg.value[:200]
@@ -689,15 +698,18 @@ class _Reader:
                 continue
             keywords.append(keyword.arg)
             value = keyword.value
+            if type(value) is ast.Lambda:
+                args.append((keyword.arg, "F:" + self.lambda_function(value, function)))
+                continue
             if keyword.arg == "mode" and type(value) is ast.Constant and isinstance(value.value, str):
                 mode = value.value[:20]
             if type(value) in (ast.Name, ast.Attribute, ast.Call):
                 target = self.ref(value)
                 if target is not None and not target.startswith("B:"):
                     args.append((keyword.arg, target))
-            elif type(value) in (ast.List, ast.Tuple):  # on_startup=[init_db, warm_cache]
+            elif type(value) in (ast.List, ast.Tuple):  # on_startup=[init_db], middleware=[Tenants()]
                 for element in value.elts:
-                    if type(element) in (ast.Name, ast.Attribute):
+                    if type(element) in (ast.Name, ast.Attribute, ast.Call):
                         target = self.ref(element)
                         if target is not None and not target.startswith("B:"):
                             args.append((keyword.arg, target))
@@ -712,6 +724,25 @@ class _Reader:
             stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
             literal=literal, mode=mode, lazy=self.lazy_depth > 0,
         ))
+
+    def lambda_function(self, node: ast.Lambda, enclosing: Function) -> str:
+        """A lambda handed to a call, as a function of its own (key `outer.<lambda>`): its body's calls are
+        its own, and a framework that registers it makes them serve."""
+        self.handed_lambdas.add(id(node))
+        key = self._key("<lambda>") if self.scope.kind != "class" else self._key("<lambda>")
+        function = Function(key=key, name="<lambda>", line=node.lineno, parent=enclosing.key or None)
+        self.functions.append(function)
+        scope = _Scope("function", function=function)
+        arguments = node.args
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+            scope.bindings[arg.arg] = None
+        for star in (arguments.vararg, arguments.kwarg):
+            if star is not None:
+                scope.bindings[star.arg] = None
+        self.scopes.append(scope)
+        self.expressions([node.body])
+        self.scopes.pop()
+        return key
 
     def span(self, node: ast.expr) -> tuple[int, int, int, int]:
         line, end_line = node.lineno, node.end_lineno or node.lineno

@@ -16,7 +16,8 @@ INTERACTIVE = "interactive"
 WORKER = "worker"
 ENTRY_KINDS = (INTERACTIVE, WORKER)
 FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code"}
-RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "concurrency", "spawn"}
+RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "concurrency", "spawn", "bases",
+                 "calls_now"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
@@ -63,7 +64,7 @@ class Registration:
 
     calls: Patterns
     argument: int | None
-    keyword: str | None
+    keywords: tuple[str, ...]
     methods: frozenset[str] = frozenset()  # when the callable is a class (or its instance): its handler methods
     framework: str = ""
     kind: str = INTERACTIVE
@@ -92,6 +93,8 @@ class EntryKnowledge:
     once_name_globs: Patterns = field(default_factory=Patterns)
     concurrency: Patterns = field(default_factory=Patterns)
     spawn: Patterns = field(default_factory=Patterns)
+    once_bases: list[ClassEntry] = field(default_factory=list)
+    calls_now: frozenset[str] = frozenset()  # library calls that run the callable they are handed, there and then
     test_imports: frozenset[str] = frozenset()
     test_paths: tuple[str, ...] = ()
     test_functions: tuple[str, ...] = ()
@@ -154,6 +157,7 @@ def entry_knowledge(catalog) -> EntryKnowledge:
 def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     knowledge = EntryKnowledge()
     once_names: set[str] = set()
+    calls_now: set[str] = set()
     test_imports: set[str] = set()
     test_paths: list[str] = []
     test_functions: list[str] = []
@@ -179,6 +183,16 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
             knowledge.concurrency.add(name)
         for name in _strings(once.get("spawn"), f"{where}.run_once.spawn'"):
             knowledge.spawn.add(name)
+        for i, entry in enumerate(_list(once.get("bases"), f"{where}.run_once.bases'")):
+            label = f"{where}.run_once.bases[{i}]'"
+            if not isinstance(entry, dict):
+                raise UserError(f"{label}: must be a mapping with types and methods")
+            _keys(entry, {"types", "methods"}, label)
+            types, methods = Patterns(_strings(entry.get("types"), label)), frozenset(_strings(entry.get("methods"), label))
+            if not types or not methods:
+                raise UserError(f"{label}: needs types and methods")
+            knowledge.once_bases.append(ClassEntry(types, methods, "run-once", INTERACTIVE))
+        calls_now.update(_strings(once.get("calls_now"), f"{where}.run_once.calls_now'"))
         offline = data.get("offline") or {}
         _keys(offline, OFFLINE_KEYS, where + ".offline'")
         test_imports.update(_strings(offline.get("imports"), f"{where}.offline.imports'"))
@@ -186,6 +200,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         test_functions.extend(_strings(offline.get("functions"), f"{where}.offline.functions'"))
         test_classes.extend(_strings(offline.get("classes"), f"{where}.offline.classes'"))
     knowledge.once_names = frozenset(once_names)
+    knowledge.calls_now = frozenset(calls_now)
     knowledge.test_imports = frozenset(test_imports)
     knowledge.test_paths = tuple(test_paths)
     knowledge.test_functions = tuple(test_functions)
@@ -247,13 +262,16 @@ def _registration(entry, where: str, framework: str, kind: str) -> Registration:
     calls = Patterns(_strings(entry.get("calls"), where))
     argument = entry.get("argument")
     keyword = entry.get("keyword")
+    keywords = [keyword] if isinstance(keyword, str) else keyword
     if argument is not None and (not isinstance(argument, int) or isinstance(argument, bool) or not 0 <= argument < 64):
         raise UserError(f"{where}: 'argument' must be a position from 0 to 63")
-    if keyword is not None and (not isinstance(keyword, str) or not keyword.isidentifier()):
-        raise UserError(f"{where}: 'keyword' must be a keyword argument name")
-    if not calls or (argument is None and keyword is None):
+    if keywords is not None and not (isinstance(keywords, list) and keywords
+                                     and all(isinstance(k, str) and k.isidentifier() for k in keywords)):
+        raise UserError(f"{where}: 'keyword' must be a keyword argument name (or a list of them)")
+    if not calls or (argument is None and not keywords):
         raise UserError(f"{where}: needs calls and an argument position or keyword")
-    return Registration(calls, argument, keyword, frozenset(_strings(entry.get("methods"), where)), framework, kind)
+    return Registration(calls, argument, tuple(keywords or ()), frozenset(_strings(entry.get("methods"), where)),
+                        framework, kind)
 
 
 def _keys(data, allowed: set[str], where: str) -> None:

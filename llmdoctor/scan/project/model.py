@@ -31,7 +31,7 @@ from llmdoctor.scan.project.index import (
     Function,
     ModuleIndex,
 )
-from llmdoctor.scan.project.knowledge import INTERACTIVE, ROUTE_METHODS, EntryKnowledge, Registration
+from llmdoctor.scan.project.knowledge import INTERACTIVE, ROUTE_METHODS, WORKER, EntryKnowledge, Registration
 from llmdoctor.scan.project.layout import Layout, console_scripts
 
 SERVING = "serving"
@@ -42,7 +42,9 @@ UNKNOWN = "unknown"
 CONTEXTS = (SERVING, WORKER_CONTEXT, RUN_ONCE, OFFLINE, UNKNOWN)
 
 # edge kinds (how the caller reaches the callee)
-E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF = range(6)
+E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF, E_HANDED = range(7)
+# E_HANDED: a function handed to a library call that may keep it for later (a callback of an unknown
+# framework): it runs when that library decides, so it does not inherit its caller's run-once context
 _EDGE_OF_CALL = {CALL: E_CALL, AWAIT: E_AWAIT, LAMBDA: E_LAMBDA}
 MAX_RESOLVE_DEPTH = 12
 _TOKENS: dict[str, list[str]] = {}  # a reference's parts, parsed once per process
@@ -157,7 +159,7 @@ class ProjectModel:
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self._link(console_scripts)
         self._serving, self._serving_parent = self._reach([n for n in self.entries])
-        self._once, self._once_parent = self._reach(sorted(self.once))
+        self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._concurrent_programs()
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
 
@@ -335,9 +337,10 @@ class ProjectModel:
                 route = ""
                 if decorator.literal is not None and decorator.literal.startswith("/"):
                     route = _route(decorator.text, decorator.literal)
-                self.entries.setdefault(node.id, Entry(node.id, found[0], found[1], route))
+                self._add_entry(Entry(node.id, found[0], found[1], route))
                 continue
-            if self.knowledge.once_decorators.match(qualified) or self.knowledge.once_decorators.match(decorator.text):
+            if self.knowledge.once_decorators.match(qualified) or (
+                    self.knowledge.once_decorators.match(decorator.text) and self._receiver_known(node, decorator)):
                 self.once.add(node.id)
                 continue
             if (qualified is None and decorator.called and decorator.literal is not None
@@ -345,6 +348,20 @@ class ProjectModel:
                     and decorator.text.rsplit(".", 1)[-1] in ROUTE_METHODS):
                 route = _route(decorator.text, decorator.literal)  # `@api.post("/chat")` on an app we cannot type
                 self.entries.setdefault(node.id, Entry(node.id, "route", INTERACTIVE, route))
+
+    def _add_entry(self, entry: Entry) -> None:
+        """An entry point; where two decorators say different things, someone waiting (interactive) wins."""
+        current = self.entries.get(entry.node)
+        if current is None or (current.kind == WORKER and entry.kind == INTERACTIVE):
+            self.entries[entry.node] = entry
+
+    def _receiver_known(self, node: Node, decorator) -> bool:
+        """`@cli.command()`: the object before the last name resolves (a project click group, a library
+        object): a pattern like `*.command` may then say what it is; on an object nothing tells, no guess."""
+        ref = decorator.ref or ""
+        if "." not in ref.partition(":")[2]:
+            return False
+        return self.resolve(node.id, ref.rsplit(".", 1)[0]) is not None
 
     def _call_edges(self, node: Node, call: Call) -> None:
         edge = _EDGE_OF_CALL.get(call.kind, E_CALL)
@@ -354,16 +371,21 @@ class ProjectModel:
             return
         qualified = self.qualified(node.id, call.ref)
         offload = qualified is not None and self.offload_table.match(qualified) is not None
-        executor = call.text.rsplit(".", 1)[-1] == "run_in_executor"
+        last = call.text.rsplit(".", 1)[-1]
+        executor = last == "run_in_executor"
+        registered = self._registrations(node, call, qualified) if qualified is not None else set()
+        # a library call may keep what it is handed (a callback); a project call or a known runner runs it
+        library = qualified is not None and last not in self.knowledge.calls_now
         for position, ref in call.args:
+            if ref in registered:
+                continue  # an entry point of its own, whatever its caller is
             target = self._argument_target(node.id, ref)
             if target is None:
                 continue
             if target.kind == "function":
-                handed = (offload and position == "0") or (executor and position == "1")
-                node.edges.append((target.node, E_OFFLOAD if handed else E_REF, call))
-        if qualified is not None:
-            self._registrations(node, call, qualified)
+                offloaded = (offload and position == "0") or (executor and position == "1")
+                kind = E_OFFLOAD if offloaded else (E_HANDED if library else E_REF)
+                node.edges.append((target.node, kind, call))
         spawn = self.knowledge.spawn
         if spawn.match(qualified) or (qualified is None and spawn.match(call.text)):
             for _, ref in call.args:  # asyncio.create_task(worker()): worker runs beside its spawner
@@ -380,24 +402,26 @@ class ProjectModel:
                 return inner
         return self.resolve(node_id, ref)
 
-    def _registrations(self, node: Node, call: Call, qualified: str) -> None:
+    def _registrations(self, node: Node, call: Call, qualified: str) -> set[str]:
+        """Mark what `call` registers (request entry points, run-once entries); the references registered."""
+        registered: set[str] = set()
         for registration in self.knowledge.registrations:
             if registration.calls.match(qualified):
-                for target in self._registered(node.id, call, registration):
-                    route = ""
-                    if call.literal and call.literal.startswith("/"):
-                        route = call.literal
-                    self.entries.setdefault(target, Entry(target, registration.framework, registration.kind, route))
+                route = call.literal if call.literal and call.literal.startswith("/") else ""
+                for target in self._registered(node.id, call, registration, registered):
+                    self._add_entry(Entry(target, registration.framework, registration.kind, route))
         for registration in self.knowledge.once_registrations:
             if registration.calls.match(qualified):
-                for target in self._registered(node.id, call, registration):
+                for target in self._registered(node.id, call, registration, registered):
                     self.once.add(target)
                     if registration.argument == 0 and self.nodes[target].function.is_async:
                         self.loop_roots.add(target)
+        return registered
 
-    def _registered(self, node_id: int, call: Call, registration: Registration) -> list[int]:
+    def _registered(self, node_id: int, call: Call, registration: Registration, seen: set[str]) -> list[int]:
         refs = [ref for position, ref in call.args
-                if position == registration.keyword or position == str(registration.argument)]
+                if position in registration.keywords or position == str(registration.argument)]
+        seen.update(refs)
         out = []
         for ref in refs:
             target = self._argument_target(node_id, ref)
@@ -426,13 +450,17 @@ class ProjectModel:
             for entry in self.knowledge.bases:
                 if entry.types.match(base):
                     for method in self._class_methods((path, klass.key), entry.methods):
-                        self.entries.setdefault(method, Entry(method, entry.framework, entry.kind))
+                        self._add_entry(Entry(method, entry.framework, entry.kind))
         for decorator in klass.decorators:
             qualified = self.qualified(owner, decorator.ref) or decorator.text
             for entry in self.knowledge.class_decorators:
                 if entry.types.match(qualified):
                     for method in self._class_methods((path, klass.key), entry.methods):
-                        self.entries.setdefault(method, Entry(method, entry.framework, entry.kind))
+                        self._add_entry(Entry(method, entry.framework, entry.kind))
+        for base in self._library_bases((path, klass.key), set()):
+            for entry in self.knowledge.once_bases:  # Django's BaseCommand.handle, AppConfig.ready
+                if entry.types.match(base):
+                    self.once.update(self._class_methods((path, klass.key), entry.methods))
 
     def _library_bases(self, klass: tuple[str, str], seen: set) -> list[str]:
         """Qualified names of the library classes `klass` derives from (through project classes)."""
@@ -462,7 +490,8 @@ class ProjectModel:
             return []
         out = []
         for name, key in info.methods.items():
-            if name in methods or ("*" in methods and (not name.startswith("_") or name == "__call__")):
+            if name in methods or ("*" in methods and (not name.startswith("_") or name == "__call__")) or any(
+                    "*" in pattern and pattern != "*" and fnmatch.fnmatchcase(name, pattern) for pattern in methods):
                 found = self.by_key.get((klass[0], key))
                 if found is not None:
                     out.append(found)
@@ -707,16 +736,16 @@ class ProjectModel:
 
     # ------------------------------------------------------------------ contexts
 
-    def _reach(self, seeds: list[int]) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
-        """Breadth first from `seeds` over every edge: the nodes reached and, for each, the one it was
-        reached from (shortest chains)."""
+    def _reach(self, seeds: list[int], skip: int = -1) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
+        """Breadth first from `seeds` over every edge (but those of kind `skip`): the nodes reached and, for
+        each, the one it was reached from (shortest chains)."""
         reached = set(seeds)
         parent: dict[int, tuple[int, Call | None]] = {}
         queue = deque(seeds)
         while queue:
             current = queue.popleft()
-            for callee, _, call in self.nodes[current].edges:
-                if callee not in reached and self.nodes[callee].path not in self.test_modules:
+            for callee, kind, call in self.nodes[current].edges:
+                if kind != skip and callee not in reached and self.nodes[callee].path not in self.test_modules:
                     reached.add(callee)
                     parent[callee] = (current, call)
                     queue.append(callee)
@@ -800,7 +829,7 @@ class ProjectModel:
 def _route(decorator: str, path: str) -> str:
     """`POST /chat` for `@app.post("/chat")`; the path alone for `@app.route(...)` / `api_route`."""
     method = decorator.rsplit(".", 1)[-1]
-    return path if method in ("route", "api_route", "websocket_route") else f"{method.upper()} {path}"
+    return path if method in ("route", "api_route", "websocket_route", "custom_route") else f"{method.upper()} {path}"
 
 
 def _tokens(dotted: str) -> list[str]:

@@ -102,6 +102,7 @@ class ClientPerCall(Rule):
         self._polling: set[int] = set()  # loops that sleep
         self._loop_nodes: list[cst.CSTNode] = []  # keeps the ids above unique
         self._pending: list[tuple[_Candidate, Scope, bool]] = []  # (candidate, its function, returned)
+        self._module_frame: _Frame | None = None
 
     def visit_For(self, node: cst.For) -> None:
         self._loops.append(id(node))
@@ -113,7 +114,13 @@ class ClientPerCall(Rule):
     visit_While = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_For
     leave_While = leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = leave_For
 
+    def visit_Module(self, node: cst.Module) -> None:
+        # module-level code runs once per import, except where the model says it serves (a Streamlit script
+        # runs again on every interaction): its candidates are decided like any function's
+        self._module_frame = _Frame(self.context.scope)
+
     def leave_Module(self, node: cst.Module) -> None:
+        self._finish(self._module_frame)
         for candidate, scope, returned in self._pending:  # (a loop's polling is known once it is left)
             self._report(candidate, scope, returned)
 
@@ -137,6 +144,8 @@ class ClientPerCall(Rule):
         # a name used inside a nested def/lambda is captured: the closure may outlive the outer call
         for frame in self._frames[:-1]:
             frame.stored.add(f"n:{node.value}")
+        if self._frames:  # (and a module-level object a function uses is shared by its calls)
+            self._module_frame.stored.add(f"n:{node.value}")
 
     # -------------------------------------------------------------- value flow
 
@@ -279,7 +288,10 @@ class ClientPerCall(Rule):
             self._open.pop()
 
     def _frame_executing(self, node: cst.Call) -> _Frame | None:
-        return frame_of(self._frames, self.context.executing_function(node))
+        function = self.context.executing_function(node)
+        if function is None:
+            return self._module_frame if self.context.function is None else None
+        return frame_of(self._frames, function)
 
     def _finish(self, frame: _Frame) -> None:
         if not frame.candidates or self._lifetime.rarely_called(frame.scope):
@@ -293,7 +305,8 @@ class ClientPerCall(Rule):
             self._pending.append((candidate, frame.scope, candidate.constructor and key in returned))
 
     def _report(self, candidate: _Candidate, scope: Scope, returned: bool) -> None:
-        where = "a lambda" if scope.kind == "lambda" else f"`{scope.name}`"
+        where = {"lambda": "a lambda", "module": "the module's top-level code", "class": "a class body"}.get(
+            scope.kind, f"`{scope.name}`")
         shown = dotted_name(candidate.call.func) or candidate.callee
         repeats = bool(candidate.loops) and not self._polling.intersection(candidate.loops)
         if not candidate.constructor:
