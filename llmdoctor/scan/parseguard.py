@@ -44,14 +44,26 @@ class Refusal:
 def refusal(tree: ast.Module, source: str, parsed: str | None = None) -> Refusal | None:
     """Why libcst must not parse `parsed` (`source`, whose CPython tree is `tree`, with the regions no rule
     needs left out: regions.py), or None. Statements on lines the pruning replaced are not parsed: not counted."""
-    lines = source.splitlines(True)
-    starts = [0, *accumulate(len(line) for line in lines)]
+    starts = _LineStarts(source)
     replaced: set[int] = set()
     if parsed is not None and parsed is not source:
-        replaced = {number for number, (old, new) in enumerate(zip(lines, parsed.splitlines(True)), 1)
+        replaced = {number for number, (old, new) in enumerate(zip(source.splitlines(True), parsed.splitlines(True)), 1)
                     if old != new}
     budget = 0
-    for statement in _statements(tree):
+    stack = list(reversed(tree.body))
+    compound, blocks, short = _COMPOUND, _STATEMENT_BLOCKS, _COUNTED_FROM
+    while stack:  # every statement, nested ones too (their blocks are not part of their own expressions)
+        statement = stack.pop()
+        if type(statement) in compound:
+            for name in blocks:
+                for item in reversed(getattr(statement, name, None) or ()):
+                    if isinstance(item, ast.stmt):
+                        stack.append(item)
+                    else:  # except handlers, match cases: their bodies
+                        stack.extend(reversed(item.body))
+        elif statement.lineno == statement.end_lineno and \
+                (statement.end_col_offset or 0) - statement.col_offset < short:
+            continue  # most statements: too short to nest 50 levels or to hold a long chain
         if replaced and statement.lineno in replaced:
             continue
         depth, chain, where = _statement_depth(statement, source, starts)
@@ -65,33 +77,34 @@ def refusal(tree: ast.Module, source: str, parsed: str | None = None) -> Refusal
                            f"levels deep in one statement, at most {MAX_NESTING} are parsed (its time grows with "
                            "the square of the nesting; it crashes past a few thousand levels); the file was not "
                            "checked", statement.lineno)
-        if depth >= _COUNTED_FROM:
+        if depth >= short:
             budget += depth * depth
             if budget > NESTING_BUDGET:
                 return Refusal(f"nested too deeply for the parser the rules run on (libcst): too many statements "
-                               f"nesting {_COUNTED_FROM}+ levels (this one: {depth}; its time grows with the square "
+                               f"nesting {short}+ levels (this one: {depth}; its time grows with the square "
                                "of each one's nesting); the file was not checked", statement.lineno)
     return None
 
 
-def _statements(tree: ast.Module):
-    """Every statement, nested ones too (their blocks are not part of the statement's own expressions)."""
-    stack = list(reversed(tree.body))
-    while stack:
-        statement = stack.pop()
-        yield statement
-        for name in _STATEMENT_BLOCKS:
-            block = getattr(statement, name, None)
-            if not block:
-                continue
-            for item in reversed(block):
-                if isinstance(item, ast.stmt):
-                    stack.append(item)
-                else:  # except handlers, match cases: their bodies
-                    stack.extend(reversed(item.body))
+_COMPOUND = frozenset(kind for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For,
+                                        ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+                                        getattr(ast, "TryStar", None), getattr(ast, "Match", None)) if kind)
 
 
-def _span(node, starts: list[int]) -> int:
+class _LineStarts:
+    """The character offset of each line's start, computed on the first multi-line span asked for."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._starts: _LineStarts | None = None
+
+    def __getitem__(self, index: int) -> int:
+        if self._starts is None:
+            self._starts = [0, *accumulate(len(line) for line in self.source.splitlines(True))]
+        return self._starts[index]
+
+
+def _span(node, starts: _LineStarts) -> int:
     """An upper bound of the node's length in characters (CPython gives columns in UTF-8 bytes); nodes without
     a position count as long."""
     line = getattr(node, "lineno", None)
@@ -128,7 +141,7 @@ def _roots(statement: ast.stmt) -> list:
 _CHAINS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
-def _statement_depth(statement: ast.stmt, source: str, starts: list[int]) -> tuple[int, int, str]:
+def _statement_depth(statement: ast.stmt, source: str, starts: _LineStarts) -> tuple[int, int, str]:
     """(deepest nesting of the statement's expressions, longest chain, what that chain is). A chain (`and`/`or`
     operands, dotted-name parts, adjacent literals, comprehension clauses) costs libcst stack, not time."""
     if type(statement) is ast.Import or type(statement) is ast.ImportFrom:
@@ -171,7 +184,7 @@ def _statement_depth(statement: ast.stmt, source: str, starts: list[int]) -> tup
     return deepest, chain, what
 
 
-def _adjacent_literals(node, source: str, starts: list[int]) -> int:
+def _adjacent_literals(node, source: str, starts: _LineStarts) -> int:
     """How many string literals a (merged) constant was written as."""
     start = _offset(source, starts, node.lineno, node.col_offset)
     end = _offset(source, starts, node.end_lineno, node.end_col_offset or 0)
@@ -186,7 +199,7 @@ def _adjacent_literals(node, source: str, starts: list[int]) -> int:
     return max(count, 1)
 
 
-def _offset(source: str, starts: list[int], line: int, utf8_column: int) -> int:
+def _offset(source: str, starts: _LineStarts, line: int, utf8_column: int) -> int:
     """The character offset in `source` of a position CPython gives as (line, UTF-8 byte column)."""
     text = source[starts[line - 1]:starts[line]]
     return starts[line - 1] + len(text.encode("utf-8")[:utf8_column].decode("utf-8", errors="ignore"))
