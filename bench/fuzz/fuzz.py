@@ -357,12 +357,15 @@ def fuzz_scan(count: int, seed: int, save: Path | None, timeout: float = 300) ->
 
 
 def _files_counted(folder: str) -> int:
-    """Regular `*.py`/`*.pyi` files (and links to them) in the folder: what `summary.files` must say."""
+    """Regular `*.py`/`*.pyi` files in the folder within the default --max-file-size (larger ones are skipped
+    with a notice): what `summary.files` must say."""
+    from llmdoctor.scan.settings import DEFAULT_MAX_FILE_SIZE
+
     count = 0
     for entry in os.scandir(folder):
         if entry.name.endswith((".py", ".pyi")):
             try:
-                if entry.is_file() and not entry.is_symlink():
+                if entry.is_file() and not entry.is_symlink() and entry.stat().st_size <= DEFAULT_MAX_FILE_SIZE:
                     count += 1
             except OSError:
                 pass
