@@ -149,6 +149,7 @@ def data_size(data: Any, limit: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> 
 
 
 def check_data(data: Any, source: str, *, limit: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> Any:
+    """`data`, or UserError when it expands to more than `limit` values or nests deeper than `max_depth`."""
     count, depth = data_size(data, limit, max_depth)
     if count > limit:
         raise UserError(f"{source}: more than {limit:,} values once YAML aliases are expanded: not a file "
@@ -191,8 +192,8 @@ def _no_constant(name: str) -> float:
 
 
 def load_yaml(raw: str | bytes, source: str, *, loader: Any = None, max_depth: int = MAX_DEPTH) -> Any:
-    """`yaml` safe load, bounded: flow nesting checked before parsing, aliases and block nesting after;
-    UserError `<source>:<line>: invalid YAML: <problem>`."""
+    """`yaml` safe load, bounded: the parser's own nesting limit (libyaml) or RecursionError, then the
+    aliases expanded and the nesting of the result; UserError `<source>:<line>: invalid YAML: <problem>`."""
     import yaml
 
     if isinstance(raw, bytes):
