@@ -149,14 +149,53 @@ def data_size(data: Any, limit: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> 
 
 
 def check_data(data: Any, source: str, *, limit: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> Any:
-    """`data`, or UserError when it expands to more than `limit` values or nests deeper than `max_depth`."""
+    """`data`, or UserError (naming the top-level key at fault) when it expands to more than `limit` values or
+    nests deeper than `max_depth`."""
     count, depth = data_size(data, limit, max_depth)
+    if count <= limit and depth <= max_depth:
+        return data
+    where = ""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            inner_count, inner_depth = data_size(value, limit, max_depth - 1)
+            if inner_count > limit or inner_depth > max_depth - 1:
+                where = f" key {brief_text(str(key), 40)!r}:"
+                break
     if count > limit:
-        raise UserError(f"{source}: more than {limit:,} values once YAML aliases are expanded: not a file "
+        raise UserError(f"{source}:{where} more than {limit:,} values once YAML aliases are expanded: not a file "
                         "llmdoctor reads (a 'billion laughs' document?)")
-    if depth > max_depth:
-        raise UserError(f"{source}: nested more than {max_depth} levels deep: not a file llmdoctor reads")
-    return data
+    raise UserError(f"{source}:{where} nested more than {max_depth} levels deep: not a file llmdoctor reads")
+
+
+_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}\n]')
+_KEY = re.compile(r"\s*[\"']?([\w.-]+)[\"']?\s*[=:]")
+
+
+def _too_deep(text: str | bytes, source: str, max_depth: int = MAX_DEPTH) -> UserError:
+    """The error for input whose parser ran out of recursion: the line where brackets first nest past
+    `max_depth` and the key that line starts with, when a scan outside strings and comments finds them."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth, line, key = 0, 1, None
+    line_start = 0
+    for match in _BRACKETS.finditer(text):
+        token = match.group()
+        if token == "\n":
+            line += 1
+            line_start = match.end()
+        elif token in "[{":
+            depth += 1
+            if depth > max_depth:
+                found = _KEY.match(text, line_start)
+                key = found.group(1) if found else None
+                break
+        elif token in "]}":
+            depth = max(0, depth - 1)
+    else:
+        return UserError(f"{source}: nested too deeply to read: not a file llmdoctor reads")
+    named = f" key {brief_text(key, 40)!r}:" if key else ""
+    return UserError(f"{source}:{line}:{named} nested more than {max_depth} levels deep: not a file llmdoctor "
+                     "reads")
 
 
 def load_json(raw: str | bytes, source: str, max_depth: int = MAX_DEPTH) -> Any:
@@ -172,7 +211,7 @@ def load_json(raw: str | bytes, source: str, max_depth: int = MAX_DEPTH) -> Any:
     except UnicodeDecodeError:
         raise UserError(f"{source}: not UTF-8 text") from None
     except (RecursionError, MemoryError):
-        raise UserError(f"{source}: nested too deeply to read: not a file llmdoctor reads") from None
+        raise _too_deep(raw, source, max_depth) from None
     return check_data(data, source, max_depth=max_depth)
 
 
@@ -214,7 +253,7 @@ def load_yaml(raw: str | bytes, source: str, *, loader: Any = None, max_depth: i
     except ValueError as err:  # an integer past Python's digit limit
         raise UserError(f"{source}: invalid YAML: {_value_problem(err)}") from None
     except (RecursionError, MemoryError):
-        raise UserError(f"{source}: nested too deeply to read: not a file llmdoctor reads") from None
+        raise _too_deep(raw, source, max_depth) from None
     return check_data(data, source, max_depth=max_depth)
 
 
@@ -238,7 +277,7 @@ def load_toml(text: str, source: str, max_depth: int = MAX_DEPTH) -> dict:
     except ValueError as err:  # an integer past Python's digit limit
         raise UserError(f"{source}: invalid TOML: {_value_problem(err)}") from None
     except (RecursionError, MemoryError):
-        raise UserError(f"{source}: nested too deeply to read: not a file llmdoctor reads") from None
+        raise _too_deep(text, source, max_depth) from None
     return check_data(data, source, max_depth=max_depth)
 
 

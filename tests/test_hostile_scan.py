@@ -258,7 +258,8 @@ def _bomb(levels: int = 9) -> str:
 
 
 CONFIGS = {
-    "deep-toml": ("pyproject.toml", "[tool.llmdoctor]\nselect = " + "[" * 100_000 + "\n", "nested too deeply"),
+    "deep-toml": ("pyproject.toml", "[tool.llmdoctor]\nselect = " + "[" * 100_000 + "\n",
+                  "pyproject.toml:2: key 'select': nested more than 100 levels"),
     "deep-yaml": (".llmdoctor.yaml", "select: " + "[" * 20_000 + "\n", ".llmdoctor.yaml:1: invalid YAML"),
     "deep-yaml-block": (".llmdoctor.yaml", "select:\n" + "".join(" " * i + "-\n" for i in range(1500)),
                         "invalid YAML"),
