@@ -4,8 +4,10 @@
                           and the language of their examples; a new family of checks is a new line here
     rules/llm004.yaml     one check: id, name, command, severity (+ `severities` when it emits more than
                           one, each with when), summary, why (with the measured figure), example,
-                          use_instead, fix_safety, and `examples: {hit: [...], near_miss: [...]}` that the
-                          test suite runs through the command
+                          use_instead, fix_safety, optional `fixes` (the automatic fixes it offers: kind,
+                          safety safe|unsafe, title, description; `scan --fix` applies them), and
+                          `examples: {hit: [...], near_miss: [...]}` that the test suite runs through the
+                          command
 
 `llmdoctor rules` and `llmdoctor explain` read this module only (PyYAML, no libcst, httpx or tiktoken).
 The scan engine's own loader (`llmdoctor.scan.catalog`) reads the same files for the LLM rules' call
@@ -25,7 +27,10 @@ from llmdoctor.report.model import SEVERITIES, RuleInfo
 PREFIXES_FILE = "prefixes.yaml"
 CHECK_ID = re.compile(r"^(?P<prefix>[A-Z]{2,})(?P<number>[0-9]{3})$")
 DOC_KEYS = ("name", "severity", "summary", "why", "example", "use_instead", "fix_safety")
-CHECK_KEYS = {"id", "command", "severities", "examples", *DOC_KEYS}
+CHECK_KEYS = {"id", "command", "severities", "examples", "fixes", *DOC_KEYS}
+FIX_SAFETIES = ("safe", "unsafe")
+FIX_KEYS = ("kind", "safety", "title", "description")
+_SAFETY_WORDS = {"safe": "applied by `--fix`", "unsafe": "applied by `--fix --unsafe-fixes`"}
 _TOP_LEVEL_ID = re.compile(rb"^id:", re.MULTILINE)
 
 
@@ -45,6 +50,20 @@ class SeverityCase:
     when: str
 
 
+@dataclass(frozen=True)
+class FixSpec:
+    """An automatic fix a check offers (its YAML `fixes`): which fixer applies it and how safe it is."""
+
+    kind: str  # the fixer (for scan: llmdoctor/scan/fix/<kind>.py)
+    safety: str  # "safe": `--fix` applies it; "unsafe": only with `--unsafe-fixes` (behaviour may change)
+    title: str  # one imperative line ("Replace `time.sleep(x)` with `await asyncio.sleep(x)`")
+    description: str
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "safety": self.safety, "title": self.title,
+                "description": " ".join(self.description.split())}
+
+
 @dataclass
 class Check:
     id: str
@@ -61,6 +80,7 @@ class Check:
     severities: tuple[SeverityCase, ...] = ()  # when the check emits more than one severity
     hits: list = field(default_factory=list)
     near_misses: list = field(default_factory=list)
+    fixes: tuple[FixSpec, ...] = ()
 
     @property
     def prefix(self) -> str:
@@ -87,7 +107,7 @@ class Check:
             "id": self.id, "name": self.name, "command": self.command, "severity": self.severity,
             "severities": [{"severity": c.severity, "when": c.when} for c in self.severities],
             "summary": self.summary, "why": self.why, "example": self.example, "use_instead": self.use_instead,
-            "fix_safety": self.fix_safety,
+            "fix_safety": self.fix_safety, "fixes": [f.to_dict() for f in self.fixes],
         }
 
 
@@ -95,11 +115,14 @@ def help_markdown(doc: Any) -> str:
     """The documentation of a check in ruff's order (What it does / Why it matters / Example / Use instead /
     Fix safety); `doc` is a Check or a scan RuleSpec (same fields)."""
     fence = getattr(doc, "language", "python") or "text"
+    fixes = "".join(f"- **{f.title}** ({f.safety}: {_SAFETY_WORDS[f.safety]}). {' '.join(f.description.split())}\n"
+                    for f in getattr(doc, "fixes", ()))
     return (
         f"## What it does\n{doc.summary.strip()}\n\n## Why it matters\n{doc.why.strip()}\n\n"
         f"## Example\n```{fence}\n{doc.example.rstrip()}\n```\n\n"
         f"## Use instead\n```{fence}\n{doc.use_instead.rstrip()}\n```\n\n"
         f"## Fix safety\n{doc.fix_safety.strip()}\n"
+        + (f"\n## Automatic fixes\n{fixes}" if fixes else "")
     )
 
 
@@ -277,8 +300,28 @@ def parse_check(path: Path, data: dict, prefixes: dict[str, Prefix], extra_keys:
             raise _fail(path, f"examples.{kind}", "must be a non-empty list of examples (text, or mappings)")
         lists[kind] = items
     return Check(id=check_id, command=command, source=str(path), language=prefix.language, severities=cases,
-                 hits=lists["hit"], near_misses=lists["near_miss"],
+                 hits=lists["hit"], near_misses=lists["near_miss"], fixes=_fixes(path, data.get("fixes", [])),
                  **{key: _text(path, data, key) for key in DOC_KEYS})
+
+
+def _fixes(path: Path, raw: Any) -> tuple[FixSpec, ...]:
+    if not isinstance(raw, list):
+        raise _fail(path, "fixes", "must be a list of {kind, safety, title, description} mappings")
+    fixes: list[FixSpec] = []
+    for index, item in enumerate(raw):
+        key = f"fixes[{index}]"
+        if not isinstance(item, dict) or set(item) - set(FIX_KEYS):
+            raise _fail(path, key, f"must be a mapping with {', '.join(FIX_KEYS)}")
+        for name in FIX_KEYS:
+            if not isinstance(item.get(name), str) or not item[name].strip():
+                raise _fail(path, f"{key}.{name}", "missing or not a non-empty string")
+        if item["safety"] not in FIX_SAFETIES:
+            raise _fail(path, f"{key}.safety", f"must be one of {', '.join(FIX_SAFETIES)} (got {item['safety']!r})")
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", item["kind"]) or any(f.kind == item["kind"] for f in fixes):
+            raise _fail(path, f"{key}.kind", "a lower_snake_case fixer name, once per check")
+        fixes.append(FixSpec(kind=item["kind"], safety=item["safety"], title=item["title"].strip(),
+                             description=item["description"]))
+    return tuple(fixes)
 
 
 def _severities(path: Path, raw: Any, default: str) -> tuple[SeverityCase, ...]:

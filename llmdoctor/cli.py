@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown option, a bad value, a missing argument) are one `llmdoctor: error: ...` line on stderr and exit
     2; with `--format json` also `{"error": "..."}` on stdout, so a JSON reader always gets JSON.
     """
-    args = sys.argv[1:] if argv is None else argv
+    args = optional_values(sys.argv[1:] if argv is None else list(argv))
     try:
         code = app(args=list(args), prog_name="llmdoctor", standalone_mode=False)
     except UserError as err:
@@ -95,9 +95,31 @@ def _error(message: str, args: list[str], code: int) -> int:
     return code
 
 
+# options whose value may be left out (`--add-noqa` alone, or `--add-noqa "legacy, see TICKET-12"`): click has
+# no such option, so the bare form is rewritten to `--add-noqa=` when no value follows: at the end, before
+# another option, or before an existing path (`--add-noqa src/` silences src/; `--add-noqa=src` is a reason)
+OPTIONAL_VALUE = ("--add-noqa",)
+
+
+def optional_values(args: list[str]) -> list[str]:
+    import os
+
+    out = []
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return out + args[index:]
+        if arg in OPTIONAL_VALUE:
+            following = args[index + 1] if index + 1 < len(args) else None
+            if following is None or following.startswith("-") or os.path.exists(following):
+                arg += "="
+        out.append(arg)
+    return out
+
+
 def _wants_json(args: list[str]) -> bool:
     for index, arg in enumerate(args):
-        if arg == "--format=json" or (arg == "--format" and args[index + 1:index + 2] == ["json"]):
+        if arg in ("--format=json", "--output-format=json") or (
+                arg in ("--format", "--output-format") and args[index + 1:index + 2] == ["json"]):
             return True
     return False
 

@@ -400,7 +400,7 @@ def test_cli_location_narrows_the_streamed_locations(cli):
     (["--location", "("], "--location '(' is not a valid regular expression"),
     (["--location", "^/nope"], "--location '^/nope' matches none of the proxied locations: location /v1/chat"),
     (["--nginx-version", "new"], "--nginx-version 'new' is not a version"),
-    (["--format", "xml"], "--format 'xml': choose one of text, json, sarif, github"),
+    (["--format", "xml"], "--format 'xml': choose one of text, concise, grouped, json, sarif, github, gitlab"),
 ])
 def test_cli_bad_options_exit_2_with_a_message(cli, args, message):
     result = cli("nginx", str(FIXTURES / "rules" / "ngx001_hit_default.conf"), *args)

@@ -30,13 +30,15 @@ def _pre_commit() -> str:
     return found
 
 
-def test_manifest_declares_the_hook():
-    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "llmdoctor"
-    assert hook["entry"] == "llmdoctor scan --force-exclude"
-    assert hook["language"] == "python"
-    assert hook["types_or"] == ["python", "pyi"]
-    assert hook["require_serial"] is True
+def test_manifest_declares_the_hooks():
+    check, fix = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert (check["id"], fix["id"]) == ("llmdoctor", "llmdoctor-fix")
+    assert check["entry"] == "llmdoctor scan --force-exclude"
+    assert fix["entry"] == "llmdoctor scan --force-exclude --fix"
+    for hook in (check, fix):
+        assert hook["language"] == "python"
+        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["require_serial"] is True
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +73,9 @@ def _head() -> str:
                           check=True).stdout.strip()
 
 
-def _try_repo(consumer_root: Path, env: dict, *files: str) -> subprocess.CompletedProcess:
+def _try_repo(consumer_root: Path, env: dict, *files: str, hook: str = "llmdoctor") -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [_pre_commit(), "try-repo", str(REPO), "llmdoctor", "--ref", _head(), "--verbose", "--color", "never",
+        [_pre_commit(), "try-repo", str(REPO), hook, "--ref", _head(), "--verbose", "--color", "never",
          "--files", *files],
         cwd=consumer_root, env=env, capture_output=True, text=True, timeout=900,
     )
@@ -96,3 +98,17 @@ def test_hook_fails_on_a_finding_and_passes_on_clean_code(consumer):
     output = passing.stdout + passing.stderr
     assert passing.returncode == 0, output
     assert "Passed" in output and "LLM004" not in output
+
+
+def test_fix_hook_fixes_the_file_and_fails(consumer, cli):
+    """As ruff's hook with --fix: the file is changed, and pre-commit fails the hook because it was (one
+    try-repo run: each builds the hook's environment anew, ~15-25 s)."""
+    root, env = consumer
+    (root / "fixme.py").write_text(HIT)
+    subprocess.run(["git", "add", "fixme.py"], cwd=root, check=True, env=env)
+    fixing = _try_repo(root, env, "fixme.py", hook="llmdoctor-fix")
+    output = fixing.stdout + fixing.stderr
+    assert fixing.returncode == 1, output
+    assert "Failed" in output and "files were modified by this hook" in output
+    assert (root / "fixme.py").read_text() == CLEAN.replace("import asyncio\n", "import time\nimport asyncio\n")
+    assert cli("scan", "fixme.py", cwd=root).returncode == 0  # the next commit passes

@@ -45,7 +45,7 @@ def test_summary_counts_files_with_findings_out_of_files_read(cli, tmp_path):
     (tmp_path / "hit.py").write_text("import time\n\nasync def h():\n    time.sleep(1)\n")
     (tmp_path / "clean.py").write_text("import asyncio\n\nasync def h():\n    await asyncio.sleep(1)\n")
     result = cli("scan", "--no-cache", ".", cwd=tmp_path)
-    assert result.stdout.splitlines()[-1] == "Found 1 finding in 1 of 2 files."
+    assert result.stdout.splitlines()[-2:] == ["Found 1 finding in 1 of 2 files.", "[*] 1 fixable with `--fix`."]
     data = json.loads(cli("scan", "--no-cache", "--format", "json", ".", cwd=tmp_path).stdout)
     assert (data["summary"]["files"], data["summary"]["files_with_findings"]) == (2, 1)
     missing = cli("scan", "--no-cache", "nope.py", cwd=tmp_path)

@@ -169,7 +169,8 @@ def test_unreadable_file_is_an_error(tmp_path):
 def test_file_result_pickles():
     result = scan("import time\nasync def f():\n    time.sleep(1)\n")
     clone = pickle.loads(pickle.dumps(result))
-    assert clone == result and clone.findings[0].extra == {"call": "time.sleep", "context": "unknown"}
+    assert clone == result and clone.findings[0].extra == {"call": "time.sleep", "context": "unknown",
+                                                           "autofix": {"kind": "asyncio_sleep"}}
 
 
 def test_positions_are_one_based_and_cover_the_call():

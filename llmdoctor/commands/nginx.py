@@ -47,6 +47,7 @@ def nginx_command(
     ignore: list[str] = opt.IGNORE,
     statistics: bool = opt.STATISTICS,
     exit_zero: bool = opt.EXIT_ZERO,
+    quiet: bool = opt.QUIET,
 ) -> None:
     """Check nginx configs for what breaks streamed LLM responses (buffering, timeouts, gzip, cache).
 
@@ -56,7 +57,7 @@ def nginx_command(
     from llmdoctor.nginx.check import STDIN, check, exit_code
     from llmdoctor.nginx.rules import Options
 
-    report_options = opt.ReportOptions.from_cli(fmt, output, select, ignore, statistics, exit_zero)
+    report_options = opt.ReportOptions.from_cli(fmt, output, select, ignore, statistics, exit_zero, quiet=quiet)
     report_options.check_ids(load_checks().ids_for("nginx"), "nginx")
 
     if conf_dir is not None and not os.path.isdir(conf_dir):

@@ -19,12 +19,17 @@ from llmdoctor.machine import available_cpus  # noqa: F401 - re-exported for the
 
 class Format(str, Enum):
     text = "text"
+    concise = "concise"
+    grouped = "grouped"
     json = "json"
     sarif = "sarif"
     github = "github"
+    gitlab = "gitlab"
 
 
-REPORT_FORMATS = (Format.text, Format.json, Format.sarif, Format.github)  # commands that report findings
+# commands that report findings (the report layer renders every one of these for any Report)
+REPORT_FORMATS = (Format.text, Format.concise, Format.grouped, Format.json, Format.sarif, Format.github,
+                  Format.gitlab)
 PLAIN_FORMATS = (Format.text, Format.json)  # commands with their own report shape
 
 
@@ -37,7 +42,9 @@ def format_option(*allowed: Format) -> typer.models.OptionInfo:
             raise UserError(f"--format {value!r}: choose one of {', '.join(names)}")
         return value
 
-    return typer.Option("text", "--format", metavar="|".join(names), callback=check,
+    reporting = set(allowed) == set(REPORT_FORMATS)  # commands that report findings take ruff's name too
+    spellings = ("--format", "--output-format") if reporting else ("--format",)
+    return typer.Option("text", *spellings, metavar="|".join(names), callback=check,
                         help=f"Output: {', '.join(names[:-1])} or {names[-1]}.")
 
 
@@ -63,8 +70,9 @@ OUTPUT = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the re
 SELECT = typer.Option(None, "--select", metavar="IDS",
                       help="Only these checks (ids or prefixes, comma-separated or repeated).")
 IGNORE = typer.Option(None, "--ignore", metavar="IDS", help="Skip these checks (ids or prefixes).")
-STATISTICS = typer.Option(False, "--statistics", help="Also print the number of findings per check.")
+STATISTICS = typer.Option(False, "--statistics", help="Print only the number of findings per check.")
 EXIT_ZERO = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings.")
+QUIET = typer.Option(False, "--quiet", "-q", help="Print only the findings (no summary, no notes).")
 
 
 def split_ids(values: list[str] | None) -> tuple[str, ...]:
@@ -84,11 +92,12 @@ class ReportOptions:
     ignore: tuple[str, ...] = ()
     statistics: bool = False
     exit_zero: bool = False
+    quiet: bool = False
 
     @classmethod
-    def from_cli(cls, fmt, output, select, ignore, statistics, exit_zero) -> ReportOptions:
+    def from_cli(cls, fmt, output, select, ignore, statistics, exit_zero, *, quiet: bool = False) -> ReportOptions:
         return cls(fmt=fmt, output=output, select=split_ids(select), ignore=split_ids(ignore),
-                   statistics=statistics, exit_zero=exit_zero)
+                   statistics=statistics, exit_zero=exit_zero, quiet=quiet)
 
     def enabled(self, rule_id: str) -> bool:
         if self.select and not any(rule_id.startswith(s) for s in self.select):
@@ -107,18 +116,20 @@ class ReportOptions:
         if not any(self.enabled(k) for k in known):
             raise UserError(nothing_selected(self.select, self.ignore))
 
-    def emit(self, report, exit_code: int) -> int:
-        """Render `report` where asked (stdout or --output) and return the exit code, --exit-zero applied."""
+    def emit(self, report, exit_code: int, *, stream=None, show_fixes: bool = False) -> int:
+        """Render `report` where asked (--output, else `stream`, else stdout) and return the exit code,
+        --exit-zero applied. `show_fixes`: also list the fixes applied (`scan --fix --show-fixes`)."""
         from llmdoctor.report.render import render
 
+        flags = {"statistics": self.statistics, "quiet": self.quiet, "show_fixes": show_fixes}
         if self.output:
             try:
                 with open(self.output, "w", encoding="utf-8") as handle:
-                    render(report, self.fmt, handle, statistics=self.statistics)
+                    render(report, self.fmt, handle, **flags)
             except OSError as err:
                 raise UserError(f"--output {self.output}: cannot write: {err.strerror or err}") from None
         else:
-            render(report, self.fmt, sys.stdout, statistics=self.statistics)
+            render(report, self.fmt, stream or sys.stdout, **flags)
         return 0 if self.exit_zero and exit_code == 1 else exit_code
 
 

@@ -60,6 +60,7 @@ def proxy_command(
     ignore: list[str] = opt.IGNORE,
     statistics: bool = opt.STATISTICS,
     exit_zero: bool = opt.EXIT_ZERO,
+    quiet: bool = opt.QUIET,
 ) -> None:
     """Check proxy configs for what holds or cuts a streamed LLM response, and the timeout chain across them.
 
@@ -69,7 +70,7 @@ def proxy_command(
     from llmdoctor.proxy.check import STDIN, check, exit_code
     from llmdoctor.proxy.model import Options
 
-    report_options = opt.ReportOptions.from_cli(fmt, output, select, ignore, statistics, exit_zero)
+    report_options = opt.ReportOptions.from_cli(fmt, output, select, ignore, statistics, exit_zero, quiet=quiet)
     catalog = load_checks()
     report_options.check_ids(catalog.ids_for("proxy") | catalog.ids_for("nginx"), "proxy")
     if client_timeout is not None and not client_timeout > 0:
@@ -91,7 +92,7 @@ def _emit(result, report_options: opt.ReportOptions, show_chain: bool, code: int
 
     from llmdoctor.report.render import render, to_json
 
-    if report_options.fmt in ("sarif", "github"):
+    if report_options.fmt in ("sarif", "github", "gitlab"):
         return report_options.emit(result.report, code)
     if report_options.fmt == "json":
         data = json.loads(to_json(result.report))
@@ -100,7 +101,8 @@ def _emit(result, report_options: opt.ReportOptions, show_chain: bool, code: int
         text = json.dumps(data, indent=2) + "\n"
     else:
         buffer = io.StringIO()
-        render(result.report, "text", buffer, statistics=report_options.statistics)
+        render(result.report, report_options.fmt, buffer, statistics=report_options.statistics,
+               quiet=report_options.quiet)
         text = buffer.getvalue() + ("\n".join(result.chain.lines()) + "\n" if show_chain else "")
     if report_options.output:
         try:

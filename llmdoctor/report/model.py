@@ -75,6 +75,21 @@ class RuleInfo:
 
 
 @dataclass
+class FixSummary:
+    """What `scan --fix` (or `--diff`) did: the fixes applied, those it could not apply, the files changed."""
+
+    mode: str  # "fix": files written (or stdin's text printed); "diff": nothing written
+    applied: list[dict] = field(default_factory=list)  # {"path", "rule", "kind", "title"}
+    skipped: list[dict] = field(default_factory=list)  # {"path", "line", "column", "rule", "kind", "reason"}
+    changed_files: list[str] = field(default_factory=list)
+    unconverged: list[str] = field(default_factory=list)  # files still changing after the last pass
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "applied": self.applied, "skipped": self.skipped,
+                "changed_files": self.changed_files, "unconverged": self.unconverged}
+
+
+@dataclass
 class Report:
     command: str  # "scan", "nginx", ...
     findings: list[Finding] = field(default_factory=list)
@@ -83,6 +98,23 @@ class Report:
     files_checked: int = 0
     notices: list[str] = field(default_factory=list)  # informational lines (skipped large files...)
     summary_extra: dict = field(default_factory=dict)
+    fixes: FixSummary | None = None  # set by `scan --fix` / `--diff`
+    unsafe_fixes: bool = False  # unsafe fixes count as available (`--unsafe-fixes`): the `[*]` marks
+    fix_timeout: bool = False  # a `fix-timeout` is set, so LLM006's fix is available
+    sarif_fixes: dict = field(default_factory=dict)  # (path, line, column, rule) -> SARIF `fixes` (safe ones)
+
+    def fix_available(self, finding: Finding) -> str | None:
+        """"safe" or "unsafe" when `finding` has an automatic fix the current options would apply; when they
+        would not, "needs-unsafe" (an unsafe fix without --unsafe-fixes) or "needs-timeout" (LLM006's fix
+        without `fix-timeout`); None when it has no automatic fix."""
+        autofix = finding.extra.get("autofix")
+        if not isinstance(autofix, dict) or autofix.get("safety") not in ("safe", "unsafe"):
+            return None
+        if autofix["safety"] == "unsafe" and not self.unsafe_fixes:
+            return "needs-unsafe"
+        if autofix.get("kind") == "timeout" and not self.fix_timeout:
+            return "needs-timeout"
+        return autofix["safety"]
 
     def sorted(self) -> Report:
         self.findings.sort(key=Finding.sort_key)
@@ -115,6 +147,7 @@ class Report:
             "by_rule": self.counts_by_rule(),
             "by_severity": by_severity,
             **self.summary_extra,
+            **({"fixed": len(self.fixes.applied)} if self.fixes is not None else {}),
         }
 
 

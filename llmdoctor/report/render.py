@@ -1,4 +1,5 @@
-"""Renderers shared by every checking command: text (rich), json, sarif (2.1.0) and github annotations."""
+"""Renderers shared by every checking command: text (rich), json, sarif (2.1.0) and github annotations;
+concise, grouped, gitlab and `--statistics` live in formats.py."""
 
 from __future__ import annotations
 
@@ -12,16 +13,29 @@ from urllib.parse import quote
 from llmdoctor import __version__
 from llmdoctor.report.model import Report
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "json", "sarif", "github", "concise", "grouped", "gitlab")
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/llmdoctor/llmdoctor"
 
 
-def render(report: Report, fmt: str, out: TextIO | None = None, *, statistics: bool = False) -> None:
+def render(report: Report, fmt: str, out: TextIO | None = None, *, statistics: bool = False,
+           quiet: bool = False, show_fixes: bool = False) -> None:
+    """`statistics`: only the counts per rule (text or json); `quiet`: only the findings (text formats);
+    `show_fixes`: also list the fixes applied (text)."""
+    from llmdoctor.report import formats
+
     out = out or sys.stdout
-    if fmt == "text":
-        render_text(report, out, statistics=statistics)
+    if statistics and fmt in ("text", "json", "concise", "grouped"):
+        formats.render_statistics(report, out, "json" if fmt == "json" else "text")
+    elif fmt == "text":
+        render_text(report, out, quiet=quiet, show_fixes=show_fixes)
+    elif fmt == "concise":
+        formats.render_concise(report, out, quiet=quiet)
+    elif fmt == "grouped":
+        formats.render_grouped(report, out, quiet=quiet)
+    elif fmt == "gitlab":
+        formats.render_gitlab(report, out)
     elif fmt == "json":
         out.write(to_json(report) + "\n")
     elif fmt == "sarif":
@@ -47,9 +61,11 @@ def make_console(out: TextIO, *, stderr: bool = False):
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def render_text(report: Report, out: TextIO, *, statistics: bool = False) -> None:
-    """One line per finding, error and notice; anything that came from outside (paths, messages quoting a
-    file or a config) with its control characters escaped, so a file name cannot drive the terminal."""
+def render_text(report: Report, out: TextIO, *, quiet: bool = False, show_fixes: bool = False) -> None:
+    """`path:line:col: CODE [severity] [*] message` and the fix in words under it; `[*]`: `--fix` (with the
+    options given) can fix it. Then input errors, fixes skipped, notes and the summary (not with `quiet`).
+    Anything that came from outside (paths, messages quoting a file or a config) has its control characters
+    escaped, so a file name cannot drive the terminal."""
     from rich.markup import escape
 
     from llmdoctor.limits import printable
@@ -57,10 +73,10 @@ def render_text(report: Report, out: TextIO, *, statistics: bool = False) -> Non
     console = make_console(out)
     for f in report.findings:
         style = _SEVERITY_STYLE.get(f.severity, "")
-        console.print(
-            f"[bold]{escape(printable(f.path))}[/]:{f.line}:{f.column}: [{style}]{escape(printable(f.rule))}[/] "
-            f"{escape(printable(f.message))}"
-        )
+        mark = "[*] " if report.fix_available(f) in ("safe", "unsafe") else ""
+        console.print(f"[bold]{escape(printable(f.path))}[/]:{f.line}:{f.column}: "
+                      f"[{style}]{escape(printable(f.rule))} {escape(f'[{f.severity}]')}[/] "
+                      f"{escape(mark)}{escape(printable(f.message))}")
         chain = via_line(f)
         if chain:
             console.print(f"    [dim]via[/] {escape(printable(chain))}")
@@ -69,13 +85,61 @@ def render_text(report: Report, out: TextIO, *, statistics: bool = False) -> Non
     for e in report.errors:
         console.print(f"[bold]{escape(printable(str(e.path)))}[/]{':' + str(e.line) if e.line else ''}: "
                       f"[bold red]error:[/] {escape(printable(e.reason))}")
+    for line in fix_lines(report, show_fixes=show_fixes):
+        console.print(escape(printable(line)))
+    if quiet:
+        return
     for notice in report.notices:
         console.print(f"[dim]note: {escape(printable(notice))}[/]")
-    if statistics and report.findings:
-        names = {r.id: r.name for r in report.rules}
-        for rule, count in sorted(report.counts_by_rule().items(), key=lambda kv: (-kv[1], kv[0])):
-            console.print(f"{count:>6}  {escape(printable(rule)):<8} {escape(printable(names.get(rule, '')))}")
-    console.print(summary_line(report))
+    for line in summary_lines(report):
+        console.print(escape(line))
+
+
+def fix_lines(report: Report, *, show_fixes: bool = False) -> list[str]:
+    """Fixes that could not be applied (always: a user who asked for them must know), the files still
+    changing after the last pass, and with `show_fixes` what was fixed (per file, per rule, as ruff)."""
+    fixes = report.fixes
+    if fixes is None:
+        return []
+    lines = [f"{s['path']}:{s['line']}:{s['column']}: {s['rule']} fix not applied: {s['reason']}"
+             for s in fixes.skipped]
+    lines += [f"{path}: still changing after the last fix pass; run the fix again" for path in fixes.unconverged]
+    if show_fixes and fixes.applied:
+        verb = "Fixed" if fixes.mode == "fix" else "Would fix"
+        lines.append(f"{verb} {_count(len(fixes.applied), 'finding')}:")
+        per_file: dict[str, dict[tuple[str, str], int]] = {}
+        for applied in fixes.applied:
+            key = (applied["rule"], applied["title"])
+            counts = per_file.setdefault(applied["path"], {})
+            counts[key] = counts.get(key, 0) + 1
+        for path, counts in per_file.items():
+            lines.append(f"- {path}:")
+            lines.extend(f"    {n} × {rule} ({title})" for (rule, title), n in sorted(counts.items()))
+    return lines
+
+
+def summary_lines(report: Report) -> list[str]:
+    """The summary line, and the fixes the options given would or could apply (ruff's hint)."""
+    lines = [summary_line(report)]
+    available = [report.fix_available(f) for f in report.findings]
+    fixable = sum(1 for a in available if a in ("safe", "unsafe"))
+    unsafe, timeout = available.count("needs-unsafe"), available.count("needs-timeout")
+    if not (fixable or unsafe or timeout):
+        return lines
+    fixing = report.fixes is not None and report.fixes.mode == "fix"
+    hint = (f"[*] {fixable} {'still ' if fixing else ''}fixable with `--fix`" if fixable
+            else "No fixes available")
+    hidden = []
+    if unsafe:
+        hidden.append(f"{_count(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with `--unsafe-fixes`")
+    if timeout:
+        hidden.append(f"{timeout} more with `--fix-timeout SECONDS`")
+    lines.append(hint + (f" ({'; '.join(hidden)})" if hidden else "") + ".")
+    return lines
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def via_line(finding) -> str:
@@ -99,6 +163,11 @@ def summary_line(report: Report) -> str:
         return f"{count} file{'s' if count != 1 else ''}"
 
     failed = f"{e} input{'s' if e != 1 else ''} could not be checked"
+    fixed = len(report.fixes.applied) if report.fixes is not None else 0
+    if fixed:  # ruff's "Found 4 errors (1 fixed, 3 remaining)."
+        done = "fixed" if report.fixes.mode == "fix" else "would be fixed"
+        return (f"Found {_count(n + fixed, 'finding')} ({fixed} {done}, {n} remaining) in {files(read)}"
+                + (f"; {failed}." if e else "."))
     if n:
         where = files(with_findings) if with_findings >= read else f"{with_findings} of {files(read)}"
         return f"Found {n} finding{'s' if n != 1 else ''} in {where}" + (f"; {failed}." if e else ".")
@@ -118,6 +187,8 @@ def to_json(report: Report) -> str:
     }
     if report.notices:
         data["notices"] = list(report.notices)
+    if report.fixes is not None:
+        data["fixes"] = report.fixes.to_dict()
     from llmdoctor.limits import json_safe
 
     return json.dumps(json_safe(data), indent=2)  # undecodable file names: valid Unicode, see json_path
@@ -181,6 +252,11 @@ def to_sarif(report: Report) -> dict:
         region = {"startLine": f.line, "startColumn": f.column}
         if f.end_line:
             region.update({"endLine": f.end_line, "endColumn": f.end_column})
+        fixes = report.sarif_fixes.get((f.path, f.line, f.column, f.rule))
+        if fixes:
+            fixes = [{"description": {"text": fix["description"]}, "artifactChanges": [{
+                "artifactLocation": {"uri": _artifact_uri(f.path, root), "uriBaseId": "%SRCROOT%"},
+                "replacements": fix["replacements"]}]} for fix in fixes]
         result = {
             "ruleId": f.rule,
             "ruleIndex": index[f.rule],
@@ -198,6 +274,8 @@ def to_sarif(report: Report) -> dict:
         chain = _sarif_chain(f, root)
         if chain:
             result.update(chain)
+        if fixes:
+            result["fixes"] = fixes
         results.append(result)
     notifications = [
         {

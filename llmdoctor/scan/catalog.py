@@ -32,6 +32,7 @@ from typing import Any
 
 from llmdoctor.catalog import (
     PREFIXES_FILE,
+    FixSpec,
     did_you_mean,
     help_markdown,
     load_prefixes,
@@ -132,6 +133,10 @@ class RuleSpec:
     hits: list[str] = field(default_factory=list)
     near_misses: list[str] = field(default_factory=list)
     contexts: dict[str, str] = field(default_factory=dict)  # execution context -> report / off / severity / if FLAG
+    fixes: tuple[FixSpec, ...] = ()  # the automatic fixes the rule offers (its YAML `fixes`)
+
+    def fix(self, kind: str) -> FixSpec | None:
+        return next((f for f in self.fixes if f.kind == kind), None)
 
     def help_markdown(self) -> str:
         return help_markdown(self)
@@ -139,6 +144,8 @@ class RuleSpec:
     def info(self) -> RuleInfo:
         return RuleInfo(id=self.id, name=self.name, severity=self.severity, summary=self.summary,
                         help=self.help_markdown())
+
+
 
 
 @dataclass
@@ -250,6 +257,7 @@ def _load_shipped(catalog: Catalog, path: Path, data: dict, prefixes) -> bool:
         example=check.example, use_instead=check.use_instead, fix_safety=check.fix_safety, source=str(path),
         prefilter=list(prefilter), table_names=table_names, hits=check.hits, near_misses=check.near_misses,
         contexts=_contexts(path, data.get("contexts")),
+        fixes=check.fixes,
     )
     return True
 

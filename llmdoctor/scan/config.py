@@ -13,6 +13,9 @@ one folder `.llmdoctor.yaml` is preferred over pyproject.toml (a pyproject.toml 
     max-file-size = 2000000                # bytes
     respect-gitignore = true
     every-context = false                  # true: report in every execution context (library authors)
+    fix = true                             # `scan` applies the safe fixes (as --fix)
+    unsafe-fixes = true                    # ... and the unsafe ones (as --unsafe-fixes)
+    fix-timeout = 30                       # seconds: the value LLM006's fix writes (never guessed)
 
 Globs and folders are relative to the folder holding the config file. An invalid file exits 2 naming the
 file and the key.
@@ -31,7 +34,7 @@ from llmdoctor.scan.settings import DEFAULT_MAX_FILE_SIZE, MAX_FILE_SIZE_LIMIT, 
 
 MAX_CONFIG_BYTES = 10 * 2**20  # a pyproject.toml or .llmdoctor.yaml is a few KB
 KEYS = ("select", "ignore", "exclude", "per-file-ignores", "rules-dir", "severity", "max-file-size",
-        "respect-gitignore", "every-context")
+        "respect-gitignore", "every-context", "fix", "unsafe-fixes", "fix-timeout")
 
 
 def find_config(start: str | os.PathLike) -> Path | None:
@@ -168,6 +171,12 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         every_context = values["every-context"][0]
         if not isinstance(every_context, bool):
             raise fail("every-context", "must be true or false")
+    fix_timeout = None
+    if "fix-timeout" in values:
+        fix_timeout = values["fix-timeout"][0]
+        if isinstance(fix_timeout, bool) or not isinstance(fix_timeout, (int, float)) or not 0 < fix_timeout < 10**6:
+            raise fail("fix-timeout", "must be a number of seconds, above 0 (e.g. 30)")
+    fix, unsafe_fixes = (_flag(values, key, fail) for key in ("fix", "unsafe-fixes"))
 
     rules_dirs = tuple(str((base / d).resolve()) for d in str_list("rules-dir"))
     for folder in rules_dirs:
@@ -177,5 +186,12 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         root=str(base), select=rule_ids("select"), ignore=rule_ids("ignore"),
         per_file_ignores=tuple(per_file), severity=tuple(severity), exclude=str_list("exclude"),
         rules_dirs=rules_dirs, max_file_size=max_size, respect_gitignore=gitignore, every_context=every_context,
-        source=str(path),
+        source=str(path), fix=fix, unsafe_fixes=unsafe_fixes, fix_timeout=fix_timeout,
     )
+
+
+def _flag(values: dict, key: str, fail) -> bool:
+    value = values[key][0] if key in values else False
+    if not isinstance(value, bool):
+        raise fail(key, "must be true or false")
+    return value

@@ -97,6 +97,16 @@ def discover(paths: list[str], *, root: str, exclude: tuple[str, ...] = (), forc
     return found
 
 
+def is_excluded(path: str, *, root: str, exclude: tuple[str, ...] = (), respect_gitignore: bool = True) -> bool:
+    """Whether `path` (a file, which need not exist: `scan - --stdin-filename`) is excluded by the `exclude`
+    globs or a `.gitignore`, as a file named with --force-exclude would be."""
+    absolute = os.path.abspath(path)
+    globs = _root_relative_globs(exclude, root)
+    if globs and matches_any(globs, _relative(absolute, root)):
+        return True
+    return _ignored(GitIgnore() if respect_gitignore else None, absolute, is_dir=False)
+
+
 def _root_relative_globs(patterns: tuple[str, ...], root: str) -> tuple[str, ...]:
     """`--exclude $PWD/gen` means the folder: an absolute pattern is made relative to the root; `**/gen`
     also matches `gen` at the root (zero folders), as in ruff and .gitignore."""

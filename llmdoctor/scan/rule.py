@@ -143,10 +143,13 @@ class Rule:
 
     def report(self, node: cst.CSTNode, message: str, *, severity: str | None = None,
                fix: str | None = None, statement: cst.CSTNode | None = None, function: str | None = None,
-               **extra: Any) -> None:
+               autofix: dict | None = None, **extra: Any) -> None:
         """Record a finding on `node`. `statement` / `function`: the statement and the function (its project
         model key) holding it when reporting later than its visit (e.g. from a leave_FunctionDef); by default
-        the ones being visited."""
+        the ones being visited. `autofix`: the automatic fix `node` admits, `{"kind": <one of the rule's YAML
+        fixes>, ...parameters}`; the fixer (llmdoctor/scan/fix/) finds the node again by the finding's span."""
+        if autofix is not None:
+            extra["autofix"] = autofix
         self._sink.append(PendingFinding(
             rule=self.code, node=node, statement=statement or self.context.statement, message=message,
             severity=severity or self.spec.severity, fix=fix, extra=extra,

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmdoctor.errors import UserError
-from llmdoctor.report.model import Report, display_path
+from llmdoctor.report.model import Finding, Report, display_path
 from llmdoctor.scan.catalog import Catalog, did_you_mean, load_catalog
 from llmdoctor.scan.config import find_config, load_config
-from llmdoctor.scan.discovery import discover
+from llmdoctor.scan.discovery import discover, is_excluded
 from llmdoctor.scan.engine import FileResult, analyze_path
 from llmdoctor.scan.settings import ScanConfig
 
@@ -58,6 +58,11 @@ class ScanPlan:
     files: list[str]
     report: Report  # holds discovery errors and notices; results are added to it
     projects: list[tuple[str | None, list[str]]] = dataclasses.field(default_factory=list)  # (root, files)
+    results: dict[str, FileResult] = dataclasses.field(default_factory=dict)  # every file's, once collected
+
+    def project_of(self, path: str) -> tuple[str | None, list[str]]:
+        """(root, files) of the project `path` belongs to, for re-linking one changed file (--fix)."""
+        return next(((root, files) for root, files in self.projects if path in files), (None, [path]))
 
 
 def prepare_scan(paths: list[str], options: ScanOptions) -> ScanPlan:
@@ -107,11 +112,37 @@ def _projects(files: list[str], config: ScanConfig, report: Report) -> list[tupl
     return out
 
 
+def prepare_stdin(filename: str | None, options: ScanOptions) -> ScanPlan:
+    """The plan for `scan -`: one file, read from stdin, that is checked as if it were `filename` (config
+    found from there, per-file ignores and, with --force-exclude, excludes applied to it; messages name it)."""
+    cwd = options.cwd or os.getcwd()
+    path = os.path.normpath(os.path.join(cwd, filename or "-"))
+    config = _settings([os.path.dirname(path) if not filename else path], options, cwd)
+    catalog = load_catalog(config.rules_dirs)
+    _check_rule_ids(config, catalog, options)
+    report = Report(command="scan")
+    report.rules = [spec.info() for rule_id, spec in sorted(catalog.rules.items())
+                    if config.rule_enabled(rule_id, "")]
+    skip = options.force_exclude and filename is not None and is_excluded(
+        path, root=config.root, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    plan = ScanPlan(config=config, catalog=catalog, files=[] if skip else [path], report=report)
+    if not skip:  # the project around `filename` is indexed from disk, the code itself comes from stdin
+        plan.projects = _projects([path], config, report) if filename else [(None, [path])]
+    return plan
+
+
 def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Analyze | None = None,
              progress: Callable[[int, int], None] | None = None) -> Report:
     """`progress(done, total)` is called after each file (the CLI's progress bar); the engine never sees it."""
     options = options or ScanOptions()
-    plan = prepare_scan(paths, options)
+    return collect(prepare_scan(paths, options), options, analyze, progress)
+
+
+def collect(plan: ScanPlan, options: ScanOptions, analyze: Analyze | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Report:
+    """Analyse the plan's files (and the rest of their projects), link each project, and put the scanned
+    files' findings into the plan's report: display paths, counters, sorted. The per-file results stay in
+    `plan.results` (what `--fix` re-links a changed file with)."""
     cwd = Path(options.cwd or os.getcwd())
     report = plan.report
     parsed = prefiltered = suppressed = 0
@@ -129,6 +160,7 @@ def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Anal
         results[result.path] = result
         if progress is not None:
             progress(done, len(every))
+    plan.results = results
 
     def show(path: str) -> str:
         return display_path(path, cwd)
@@ -144,7 +176,8 @@ def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Anal
                 analyze.remember(state, final, plan.catalog, plan.config)
         for result in final:
             shown = show(result.path)
-            report.findings.extend(dataclasses.replace(f, path=shown) for f in result.findings)
+            report.findings.extend(describe_fix(dataclasses.replace(f, path=shown), plan.catalog)
+                                   for f in result.findings)
             report.errors.extend(dataclasses.replace(e, path=shown) for e in result.errors)
             parsed += result.parsed
             prefiltered += result.prefiltered
@@ -152,6 +185,22 @@ def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Anal
     report.files_checked = len(plan.files)
     report.summary_extra = {"parsed": parsed, "prefiltered": prefiltered, "suppressed": suppressed}
     return report.sorted()
+
+
+def describe_fix(finding: Finding, catalog: Catalog) -> Finding:
+    """The finding with its `autofix` descriptor completed from the rule's YAML (`safety`, `title`), or
+    without one when the rule does not declare that fix."""
+    autofix = finding.extra.get("autofix")
+    if autofix is None:
+        return finding
+    spec = catalog.rules.get(finding.rule)
+    fix = spec.fix(str(autofix.get("kind"))) if spec and isinstance(autofix, dict) else None
+    extra = dict(finding.extra)
+    if fix is None:
+        del extra["autofix"]
+    else:
+        extra["autofix"] = {**autofix, "safety": fix.safety, "title": fix.title}
+    return dataclasses.replace(finding, extra=extra)
 
 
 def _settings(paths: list[str], options: ScanOptions, cwd: str) -> ScanConfig:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from llmdoctor.scan.globs import matches_any
@@ -26,6 +26,10 @@ class ScanConfig:
     respect_gitignore: bool = True
     every_context: bool = False  # report candidates in every execution context (ignore the rules' `contexts:`)
     source: str | None = None  # the config file these settings came from, if any
+    # what `scan` does with the findings, not what it finds: kept out of repr(), so out of the cache key
+    fix: bool = field(default=False, repr=False)
+    unsafe_fixes: bool = field(default=False, repr=False)
+    fix_timeout: float | None = field(default=None, repr=False)  # seconds, for LLM006's fix
 
     def relative(self, path: str) -> str:
         """`path` relative to `root` in POSIX form (as given when it is not below root)."""

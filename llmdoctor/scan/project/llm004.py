@@ -48,9 +48,12 @@ class BlockingCallInAsync(ProjectRule):
                         break
 
     def _finding(self, path: str, site, message: str, fix: str | None, function_key: str, *,
-                 serving_only: bool = False, **extra) -> Finding:
+                 serving_only: bool = False, autofix: str | None = None, **extra) -> Finding:
+        """`autofix`: the automatic fix at the call site (llmdoctor/scan/fix/ finds the call by its span)."""
         if serving_only:
             extra[ONLY_IN] = ["serving", "worker"]
+        if autofix is not None:
+            extra["autofix"] = {"kind": autofix}
         return Finding(rule=self.code, severity=self.spec.severity, path=path, line=site.line, column=site.col,
                        end_line=site.end_line, end_column=site.end_col, message=message, fix=fix,
                        extra={**extra, FUNCTION_KEY: function_key})
@@ -62,7 +65,7 @@ class BlockingCallInAsync(ProjectRule):
             return self._finding(
                 path, call, f"`{shown}()` blocks the event loop inside `async def {function.name}`",
                 blocking.fix or "await an async equivalent or asyncio.to_thread(...)", function.key,
-                serving_only=blocking.serving_only, call=blocking.callee)
+                serving_only=blocking.serving_only, autofix=blocking.autofix, call=blocking.callee)
         method = blocking.sdk
         receiver = method.receiver
         chain = call.text
@@ -79,7 +82,7 @@ class BlockingCallInAsync(ProjectRule):
             path, call,
             f"`{shown}()` is a call on the sync `{receiver.name}` {kind}: it blocks the event loop inside "
             f"`async def {function.name}` for the whole model request, stalling every other coroutine",
-            fix, function.key, call=f"{receiver.name}.{method.path}", sdk=receiver.table)
+            fix, function.key, autofix=blocking.autofix, call=f"{receiver.name}.{method.path}", sdk=receiver.table)
 
     def _through(self, path: str, node, call, chain) -> Finding:
         model = self.model
@@ -102,5 +105,5 @@ class BlockingCallInAsync(ProjectRule):
             f"`{shown}()` blocks the event loop inside `async def {node.function.name}`: `{callee.label}` "
             f"calls `{blocked}()` at {where}:{last_call.line}{through}, and every coroutine waits for it",
             f"await it off the loop: `await asyncio.to_thread({shown}, ...)`; or make the chain async down to the "
-            f"blocking call ({instead})", node.function.key,
+            f"blocking call ({instead})", node.function.key, autofix="to_thread",  # the sync helper, off the loop
             call=blocking.callee, via=via)

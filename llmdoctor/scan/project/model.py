@@ -121,6 +121,7 @@ class Blocking:
     fix: str | None
     sdk: object | None = None  # the SDK Method for a sync generation call
     serving_only: bool = False  # blocks only where requests are served (`input()`: a console program's own)
+    autofix: str | None = "to_thread"  # the automatic fix of a direct call (the table's `autofix`; None: none)
 
 
 class ProjectModel:
@@ -706,11 +707,14 @@ class ProjectModel:
             instead = entry.get("use_instead")
             if call.mode and any(flag in call.mode for flag in "wax+") and entry.get("use_instead_write"):
                 instead = entry.get("use_instead_write")
+            autofix = entry.get("autofix", "to_thread")  # `none`: the blocking work continues after the call
             return Blocking(call, qualified, f"use {instead}" if instead else None,
-                            serving_only=bool(entry.get("serving_only")))
+                            serving_only=bool(entry.get("serving_only")),
+                            autofix=None if autofix == "none" else autofix)
         if method.exempt.no_model_call & set(call.keywords):
             return None  # litellm.completion(mock_response=...) answers without a model
-        return Blocking(call, qualified, None, sdk=method)
+        return Blocking(call, qualified, None, sdk=method,
+                        autofix=None if method.kind == "streaming" else "to_thread")  # a stream blocks as read
 
     def _is_test_function(self, node: Node) -> bool:
         """`def test_x()` at module level or a method of `class TestX` (and what they define inside)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from llmdoctor.scan.fix.literals import literal_arguments
 from llmdoctor.scan.rule import Rule, frame_of
 from llmdoctor.scan.semantic import Scope
 
@@ -190,5 +191,7 @@ class TokenizerPerCall(Rule):
         self.report(
             candidate.call, message, statement=candidate.statement, function=candidate.function,
             fix="build it once: at module level, in __init__, or in a functools.cache'd factory",
+            # one shared instance only where the tokenizer is not handed out (callers may change theirs)
+            autofix={"kind": "cache_tokenizer"} if literal_arguments(candidate.call) and not returned else None,
             call=shown, dropped=not returned,
         )

@@ -81,7 +81,7 @@ class HttpCallWithoutTimeout(Rule):
         super().__init__(*args, **kwargs)
         self._knowledge: ClientKnowledge = client_knowledge(self.catalog)
         self._adapter_defaults = False  # the module may give its requests sessions a default timeout
-        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool, str, bool]] = []
+        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool, str, bool, dict]] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:  # class TimeoutHTTPAdapter(HTTPAdapter): sends with a default timeout
@@ -94,10 +94,11 @@ class HttpCallWithoutTimeout(Rule):
                 self._adapter_defaults = True
 
     def leave_Module(self, node: cst.Module) -> None:
-        for call, statement, message, fix, session_missing, function, configures in self._pending:
+        for call, statement, message, fix, session_missing, function, configures, autofix in self._pending:
             if session_missing and self._adapter_defaults:
                 continue
-            self.report(call, message, fix=fix, statement=statement, function=function, configures=configures)
+            self.report(call, message, fix=fix, statement=statement, function=function, configures=configures,
+                        autofix=autofix)
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.context.callee_name(node)
@@ -148,13 +149,14 @@ class HttpCallWithoutTimeout(Rule):
             if arg.keyword is not None and arg.keyword.value == kwarg:
                 value = arg.value
         default = timeout.get("default") or "unknown"
+        autofix = {"kind": "timeout", "kwarg": kwarg, "unit": timeout.get("unit", "s")}
         if value is None:
             if missing_applies and timeout.get("missing_is_finding"):
                 self._pending.append((
                     node, self.context.statement,
                     (f"`{shown}()` has no `{kwarg}=`: {owner.split('.')[0]} has no default timeout, so a "
                      "stalled server holds this call (and the worker running it) forever"),
-                    MISSING_FIX, session, self.context.function_key, False,
+                    MISSING_FIX, session, self.context.function_key, False, {**autofix, "missing": True},
                 ))
             return
         if not (isinstance(value, cst.Name) and value.value == "None") or not timeout.get("none_disables"):
@@ -166,4 +168,4 @@ class HttpCallWithoutTimeout(Rule):
             message = (f"`{kwarg}=None` on `{shown}()` turns off {owner}'s default timeout ({default}): a stalled "
                        "server holds this call forever")
         self._pending.append((node, self.context.statement, message, NONE_FIX, False, self.context.function_key,
-                              configures))
+                              configures, autofix))
