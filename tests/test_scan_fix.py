@@ -443,3 +443,42 @@ def test_explain_json_carries_the_fixes():
     assert [f["kind"] for f in checks.check("LLM002").to_dict()["fixes"]] == ["cache_tokenizer"]
     assert checks.check("LLM005").to_dict()["fixes"] == []
     assert "Fix by hand:" in checks.check("LLM005").help_markdown()
+
+
+def test_a_fix_round_relinks_the_whole_project_even_when_the_link_cache_answered_the_scan(tmp_path):
+    """The link cache answers an unchanged project without analysing its files (`plan.results` empty); the
+    fix round still links the fixed file with the rest of its project, so the finding that exists only
+    through the other module is still reported after the safe fix."""
+    from llmdoctor.scan.fix.run import fix_report
+    from llmdoctor.scan.runner import ScanOptions, collect, prepare_scan
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'svc'\n")
+    (tmp_path / "svc").mkdir()
+    (tmp_path / "svc/__init__.py").write_text("")
+    (tmp_path / "svc/clients.py").write_text(
+        "import requests\n\n\ndef fetch_user(uid):\n"
+        "    return requests.get(f'https://users.internal/{uid}', timeout=5).json()\n")
+    app = tmp_path / "svc/app.py"
+    app.write_text(textwrap.dedent('''\
+        import time
+
+        from fastapi import FastAPI
+
+        from svc.clients import fetch_user
+
+        app = FastAPI()
+
+
+        @app.get("/users/{uid}")
+        async def get_user(uid: str):
+            time.sleep(1)
+            return fetch_user(uid)
+    '''))
+    options = ScanOptions(cwd=str(tmp_path), isolated=True)
+    plan = prepare_scan(["svc/app.py"], options)
+    report = collect(plan, options)
+    assert [f.rule for f in report.findings] == ["LLM004", "LLM004"]
+    plan.results.clear()  # as when the link cache answered the project
+    fix_report(plan, report, FixPolicy(), write=True, cwd=str(tmp_path))
+    assert "await asyncio.sleep(1)" in app.read_text()
+    assert [(f.rule, f.line) for f in report.findings] == [("LLM004", 14)]

@@ -113,11 +113,16 @@ def _start(absolute: str, shown: str, sources: dict[str, bytes] | None, report: 
 def relink(plan: ScanPlan, changed: dict[str, bytes], cwd: str) -> dict[str, FileResult]:
     """Re-analyse the `changed` files (absolute path -> new bytes) and re-link each project holding one:
     the results of every scanned file of those projects, by absolute path (`plan.results` updated)."""
-    from llmdoctor.scan.engine import analyze_module
+    from llmdoctor.scan.engine import analyze_module, analyze_path
     from llmdoctor.scan.project.link import link_results
 
     for path, data in changed.items():
         plan.results[path] = analyze_module(path, data, plan.catalog, plan.config)
+    checked = set(plan.files)
+    for path in changed:  # a project the link cache answered whole was not analysed: its files are read now
+        for other in plan.project_of(path)[1]:
+            if other not in plan.results:
+                plan.results[other] = analyze_path(other, plan.catalog, plan.config, rules=other in checked)
 
     def show(path: str) -> str:
         return display_path(path, Path(cwd))
