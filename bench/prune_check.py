@@ -45,7 +45,7 @@ def _no_prune(source, facts, active, catalog):
 
 def _key(result):
     return ([(f.rule, f.line, f.column, f.end_line, f.end_column, f.message) for f in result.findings],
-            [(e.line, e.message) for e in result.errors])
+            [(e.line, e.reason) for e in result.errors])
 
 
 def check(path: str) -> tuple[str, bool, int, int, float, float]:

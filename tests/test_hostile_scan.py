@@ -72,7 +72,8 @@ def project_with(root: Path, extra: dict[str, str], ok_files: int = 3) -> Path:
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_an_and_chain_that_segfaults_libcst_is_one_input_error(tmp_path, jobs, capsys, monkeypatch):
     chain = HIT + "    x = " + " and ".join(["a"] * 8_000) + "\n"  # libcst: SIGSEGV (stack overflow)
-    inside = HIT + "\ndef g():\n    return " + " or ".join(["b"] * 8_000) + "\n"
+    # (a def no rule needs would be left out of libcst's parse, its header too: this one reports)
+    inside = HIT + "\ndef g(url):\n    return requests.get(url) or " + " or ".join(["b"] * 7_999) + "\n"
     root = project_with(tmp_path, {"chain.py": chain, "inside.py": inside}, ok_files=20)
     code, out, _ = run_main(["scan", "--format", "json", "--no-cache", "--jobs", jobs, "."], root, capsys,
                             monkeypatch)
@@ -374,3 +375,66 @@ def test_a_long_one_line_module_statement_no_rule_needs_is_left_out_of_the_parse
     assert len(pruned.splitlines()) == len(source.splitlines())
     result = analyze_source("app.py", source.encode(), catalog, ScanConfig())
     assert [(f.rule, f.line) for f in result.findings] == [("LLM006", 4)]
+
+
+def test_many_small_functions_no_rule_needs_cost_libcst_one_string(monkeypatch):
+    # the 100,000-functions outlier (3.8 MB: 68 s and 2.7 GB before), 5,000 here: a run of defs, decorated
+    # ones and classes that no rule needs and the kept code never names leaves libcst's parse headers too
+    from llmdoctor.scan import engine
+    from llmdoctor.scan.catalog import load_catalog
+    from llmdoctor.scan.codefacts import read_code
+    from llmdoctor.scan.regions import pruned_source
+    from llmdoctor.scan.rules import rule_classes
+    from llmdoctor.scan.settings import ScanConfig
+
+    parts = [HIT, "import functools\n"]
+    for i in range(5000):
+        if i % 1000 == 999:  # a needed one now and then: the runs around it are cut there
+            parts.append(f"def f_{i}(x):\n    return requests.post(x, json={{'i': {i}}})\n")
+        elif i % 7 == 0:
+            parts.append(f"@functools.cache\ndef f_{i}(x): return x * {i}\n")
+        elif i % 11 == 0:
+            parts.append(f"class C_{i}:\n    def m(self, x):\n        return x - {i}\n")
+        else:
+            parts.append(f"def f_{i}(x):\n    return x + {i}\n")
+    parts.append("async def main():\n    return requests.get('http://x')\n")
+    source = "\n".join(parts)
+    catalog = load_catalog()
+    classes = rule_classes()
+    active = [(classes[r], spec) for r, spec in sorted(catalog.rules.items()) if r in classes]
+    pruned = pruned_source(source, read_code(source), active, catalog)
+    assert len(pruned.splitlines()) == len(source.splitlines())
+    assert pruned.count("def f_") == 5 and "class C_" not in pruned and "@functools" not in pruned
+    assert pruned.count('"""') == 2 * 5  # one literal per run before each needed function
+    assert len(pruned.replace("\n", "")) < 1_000
+
+    def scan(pruning: bool) -> tuple[list, list]:
+        if not pruning:
+            monkeypatch.setattr(engine, "pruned_source", lambda text, facts, rules, catalog: text)
+        result = engine.analyze_source("app.py", source.encode(), catalog, ScanConfig())
+        return ([(f.rule, f.line, f.column, f.end_line, f.end_column, f.message, f.extra) for f in result.findings],
+                result.errors)
+
+    findings, errors = scan(True)
+    assert (findings, errors) == scan(False)
+    hits = [n for n, line in enumerate(source.splitlines(), 1) if "requests.post(" in line or "get(url)" in line]
+    assert [(rule, line) for rule, line, *_ in findings] == [("LLM006", n) for n in hits] and errors == []
+
+
+def test_the_collector_is_paused_for_one_file_only():
+    import gc
+
+    from llmdoctor.scan.catalog import load_catalog
+    from llmdoctor.scan.engine import analyze_source
+    from llmdoctor.scan.settings import ScanConfig
+
+    catalog, config = load_catalog(), ScanConfig()
+    assert gc.isenabled()
+    assert analyze_source("app.py", HIT.encode(), catalog, config).findings
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        analyze_source("app.py", b"def f(:\n", catalog, config)
+        assert not gc.isenabled()  # the caller's choice stays
+    finally:
+        gc.enable()

@@ -68,15 +68,49 @@ def answer(question):
 
 
 def test_unneeded_bodies_become_a_string_over_the_same_lines() -> None:
-    pruned = prune(IRRELEVANT, "LLM001")
-    before, after = lines(IRRELEVANT), lines(pruned)
+    source = IRRELEVANT + "\nCACHE = Cache()\nDATA = load('data.json')\n"  # the kept code spells both names
+    pruned = prune(source, "LLM001")
+    before, after = lines(source), lines(pruned)
     assert len(before) == len(after)
     assert '    """' in after and "json.load" not in pruned and "self.hits" not in pruned
     kept = [n for n, line in enumerate(after) if line == before[n]]
     assert before[6] == after[6] == "def load(path):" and after[12] == "class Cache:"
-    assert after[-3:] == before[-3:]  # `answer` is kept whole
+    assert after[-6:] == before[-6:]  # `answer` is kept whole
     assert len(kept) >= len(before) - 12
-    assert prune(IRRELEVANT, "LLM001").count('"""') == 4  # load, Cache
+    assert pruned.count('"""') == 4  # load, Cache
+
+
+def test_a_run_of_defs_and_classes_nothing_needs_goes_headers_too() -> None:
+    pruned = prune(IRRELEVANT, "LLM001")
+    before, after = lines(IRRELEVANT), lines(pruned)
+    assert len(before) == len(after)
+    assert [n for n, line in enumerate(after) if line != before[n]] == [6, 7, 8, 9, 12, 13, 14, 15, 17, 18, 19]
+    assert after[7:19] == [""] * 12  # from `def load` to the end of Cache
+    assert after[6] == after[19] == '"""' and pruned.count('"""') == 2  # one literal for the two
+    assert after[-3:] == before[-3:]
+
+
+def test_one_literal_per_run_of_siblings_decorators_and_one_liners_included() -> None:
+    source = ("import requests\n\nclass Api:\n    def used(self, url):\n        return requests.get(url)\n\n"
+              "    @property\n    def a(self): return 1\n    def b(self):\n        return 2\n"
+              "    x = 3\n    def c(self): return 3\n")
+    pruned = prune(source, "LLM006")
+    assert lines(pruned)[6:] == ['    """', "", "", '"""', "    x = 3", '    ""', ""]
+    assert lines(pruned)[:6] == lines(source)[:6]
+
+
+@pytest.mark.parametrize("source", [
+    ("import os\n\ndef getcwd():\n    a = 1\n    b = a\n    return b\n\ndef getcwd():\n    c = 2\n    d = c\n"
+     "    return d\n"),  # defined twice: the project model's key of the second is `getcwd#2`
+    "from time import sleep\n\ndef sleep(seconds):\n    a = seconds\n    b = a\n    return b\n",  # rebinds
+    "handler = None\n\ndef handler(request):\n    a = request\n    b = a\n    return b\n",  # rebinds
+    "def open(path):\n    a = path\n    b = a\n    return b\n",  # shadows a builtin
+])
+def test_a_header_whose_name_is_bound_otherwise_stays(source: str) -> None:
+    pruned = prune(source, "LLM001")
+    assert pruned != source
+    assert [line for line in lines(pruned) if line.startswith("def ")] == \
+        [line for line in lines(source) if line.startswith("def ")]
 
 
 def test_a_needed_body_and_the_module_level_code_are_kept() -> None:
@@ -91,20 +125,22 @@ def test_a_needed_body_and_the_module_level_code_are_kept() -> None:
     "import os\n\ndef f():\n    return os.getcwd()\n\n\n",  # a one-line body
 ])
 def test_bodies_that_cannot_or_need_not_be_replaced_stay(source: str) -> None:
+    source += "f()\n"  # the kept code spells `f`: its header stays
     assert prune(source, "LLM001") == source
 
 
 def test_decorated_first_statement_tabs_crlf_and_a_lone_cr() -> None:
-    source = "import os\r\nclass A:\r\n\t@property\r\n\tdef x(self):\r\n\t\treturn os.sep\r\n\r\n\tdef y(self):\r\n\t\treturn 2\r\n"
+    source = "import os\r\nclass A:\r\n\t@property\r\n\tdef x(self):\r\n\t\treturn os.sep\r\n\r\n\tdef y(self):\r\n\t\treturn 2\r\nA()\r\n"
     pruned = prune(source, "LLM001")
-    assert pruned == 'import os\r\nclass A:\r\n\t"""\r\n\r\n\r\n\r\n\r\n"""\r\n'
+    assert pruned == 'import os\r\nclass A:\r\n\t"""\r\n\r\n\r\n\r\n\r\n"""\r\nA()\r\n'
+    assert prune(source.replace("A()", "B()"), "LLM001") == 'import os\r\n"""\r\n' + "\r\n" * 5 + '"""\r\nB()\r\n'
     assert len(lines(pruned)) == len(lines(source))
     lone_cr = source.replace("\r\n", "\r")
     assert prune(lone_cr, "LLM001") == lone_cr  # line numbering we do not second-guess: nothing pruned
 
 
 def test_a_body_continuing_the_line_above_stays() -> None:
-    source = "def f(): \\\n    return (1,\n        2,\n        3)\n"
+    source = "def f(): \\\n    return (1,\n        2,\n        3)\nf()\n"
     assert prune(source, "LLM001") == source
 
 
@@ -198,6 +234,51 @@ def test_a_module_level_alias(monkeypatch) -> None:
     assert same_with_and_without(source, "LLM001", monkeypatch=monkeypatch)
 
 
+def test_a_def_shadowing_a_builtin_the_kept_code_calls(monkeypatch) -> None:
+    # `print` needs no rule, but without its header `print(prompt)` would be builtins.print: a false LLM005
+    source = """
+    from fastapi import FastAPI
+    from openai import OpenAI
+    app = FastAPI()
+    client = OpenAI()
+
+    def print(*args):
+        parts = args
+        joined = parts
+        return joined
+
+    @app.post("/chat")
+    def chat(prompt: str):
+        print(prompt)
+        return client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    """
+    assert "def print(*args):" in prune(textwrap.dedent(source), "LLM005")
+    assert same_with_and_without(source, "LLM005", monkeypatch=monkeypatch) == []
+
+
+def test_the_keys_of_a_name_defined_twice(monkeypatch) -> None:
+    source = textwrap.dedent("""
+    import requests
+
+    def fetch(url):
+        address = url
+        chosen = address
+        return chosen
+
+    def fetch(url):
+        return requests.get(url)
+    """ + UNRELATED)
+
+    def keys(pruning: bool) -> list:
+        if not pruning:
+            monkeypatch.setattr(engine, "pruned_source", lambda text, facts, rules, catalog: text)
+        result = engine.analyze_module("app.py", source.encode(), CATALOG, ScanConfig(select=("LLM006",)))
+        return [(f.line, f.extra[engine.FUNCTION_KEY]) for f in result.findings]
+
+    assert "def unrelated" not in prune(source, "LLM006") and "def fetch(url):" in prune(source, "LLM006")
+    assert keys(True) == keys(False) == [(10, "fetch#2")]
+
+
 def test_the_project_model_sees_every_body_whatever_libcst_parses(monkeypatch) -> None:
     # who calls whom comes from CPython's ast index of the whole file, not from the pruned text: `serve` is
     # left out of libcst's parse and still makes `answer` serving
@@ -225,6 +306,7 @@ def test_the_project_model_sees_every_body_whatever_libcst_parses(monkeypatch) -
     answer("warm-up")
     """
     assert "results.append" not in prune(textwrap.dedent(source), "LLM003")
+    assert '@app.post("/serve")' not in prune(textwrap.dedent(source), "LLM003")  # the header went too
     result = analyze_source("app.py", textwrap.dedent(source).encode(), CATALOG, ScanConfig(select=("LLM003",)))
     assert [(f.line, f.extra["context"]) for f in result.findings] == [(7, "serving")]
 

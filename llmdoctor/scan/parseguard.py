@@ -54,6 +54,8 @@ def refusal(tree: ast.Module, source: str, parsed: str | None = None) -> Refusal
     compound, blocks, short = _COMPOUND, _STATEMENT_BLOCKS, _COUNTED_FROM
     while stack:  # every statement, nested ones too (their blocks are not part of their own expressions)
         statement = stack.pop()
+        if replaced and statement.lineno in replaced:
+            continue  # left out of the parse, with the statements it holds (they are on replaced lines too)
         if type(statement) in compound:
             for name in blocks:
                 for item in reversed(getattr(statement, name, None) or ()):
@@ -64,8 +66,6 @@ def refusal(tree: ast.Module, source: str, parsed: str | None = None) -> Refusal
         elif statement.lineno == statement.end_lineno and \
                 (statement.end_col_offset or 0) - statement.col_offset < short:
             continue  # most statements: too short to nest 50 levels or to hold a long chain
-        if replaced and statement.lineno in replaced:
-            continue
         depth, chain, where = _statement_depth(statement, source, starts)
         limit = MAX_DOTTED if where == "a dotted name" else MAX_CHAIN
         if chain > limit:

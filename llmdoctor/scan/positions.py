@@ -32,12 +32,12 @@ class Span:
 
 
 def positions_for(module: cst.Module, source: str, wanted: list[tuple[cst.CSTNode, cst.CSTNode | None]],
-                  *, min_chars: int = FAST_PATH_MIN_CHARS) -> dict[int, Span]:
+                  *, min_chars: int = FAST_PATH_MIN_CHARS, tree: ast.Module | None = None) -> dict[int, Span]:
     """Spans by id(node) for every (node, innermost statement holding it) in `wanted`, and for those
-    statements too."""
+    statements too. `tree`: CPython's tree of `source`, when the caller has it (else it is parsed here)."""
     if len(source) >= min_chars:
         try:
-            spans = _by_statement(module, source, wanted)
+            spans = _by_statement(module, source, wanted, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             spans = None
         if spans is not None:
@@ -65,11 +65,11 @@ def _span(code_range, shift: int) -> Span:
                 code_range.end.line + shift, code_range.end.column)
 
 
-def _by_statement(module, source, wanted) -> dict[int, Span] | None:
+def _by_statement(module, source, wanted, tree: ast.Module | None = None) -> dict[int, Span] | None:
     """Positions from the statements holding the wanted nodes, each rendered alone (a one-statement module)
     and put back where CPython's `ast` says it starts; every rendered line is checked against the source
     (verbatim, or with the statement's indentation in front), else None: the caller falls back."""
-    rendered_as = _statement_first_lines(module, source)
+    rendered_as = _statement_first_lines(module, source, tree)
     if rendered_as is None:
         return None
     needed: dict[int, tuple[cst.CSTNode, int, list[cst.CSTNode]]] = {}
@@ -122,16 +122,18 @@ def _place(module: cst.Module, statement: cst.CSTNode, first: int, source_lines:
     return provider_positions(mini), first - 1 - leading, column_shift
 
 
-def _statement_first_lines(module: cst.Module, source: str) -> dict[int, tuple[cst.CSTNode, int]] | None:
+def _statement_first_lines(module: cst.Module, source: str, tree: ast.Module | None = None,
+                           ) -> dict[int, tuple[cst.CSTNode, int]] | None:
     """id(libcst statement) -> (the statement to render for it, the line where that one's code starts,
-    decorators included), from `ast`: itself, except an `elif`, which only renders inside its `if`. None
-    when the two trees' statements do not pair up."""
-    try:
-        with warnings.catch_warnings():  # SyntaxWarning (invalid escapes...) is the user's business, not ours
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    decorators included), from `ast` (`tree`, or `source` parsed): itself, except an `elif`, which only
+    renders inside its `if`. None when the two trees' statements do not pair up."""
+    if tree is None:
+        try:
+            with warnings.catch_warnings():  # SyntaxWarning (invalid escapes...) is the user's business, not ours
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     out: dict[int, tuple[cst.CSTNode, int]] = {}
     return out if _pair(module.body, tree.body, out) else None
 

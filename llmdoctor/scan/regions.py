@@ -5,7 +5,10 @@ libcst parses at ~0.5-1 MB/s; most of a large module is code no rule cares about
 unit (codefacts.py: the body of a def or class at module level or directly in a kept class; a module-level
 statement of 3+ lines such as a data table) is replaced by a string literal over the same lines, so every
 kept line keeps its text, its line number and its columns, and positions, suppressions and messages stay
-what they were. A def's or class's header (decorators, parameters, defaults, bases) is always kept.
+what they were. A def's or class's header (decorators, parameters, defaults, bases) goes too when nothing
+needs it (`_headerless`: its name is defined once, bound no other way, and the kept code never spells it);
+a run of such siblings becomes one literal, so 100,000 small functions cost libcst one string, not 100,000
+headers (docs/reliability.md). Otherwise the header is kept and its body (3 lines or more) replaced.
 
 A unit is needed when, for some enabled rule, `Rule.region_may_fire` says a finding can be in it. The rules
 judge from what the unit spells out (CPython's ast) plus what its names were bound to elsewhere: a
@@ -119,29 +122,37 @@ class _Module:
 
 
 def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
-    """`source` with the bodies no active rule needs replaced by a string literal over the same lines."""
+    """`source` with the units no active rule needs replaced by a string literal over the same lines: a run
+    of sibling defs and classes whose headers nothing needs as one literal (`_headerless`), the other units'
+    bodies one literal each."""
     if not facts.units or _LONE_CR.search(source):
         return source  # a lone CR: line numbering that is not worth second-guessing
-    drop = _dropped_units(facts, active, catalog)
+    drop, used = _dropped_units(facts, active, catalog)
     if not drop:
         return source
     parts = _LINE_BREAK.split(source)  # text, break, text, break, ..., text
-    changed = False
-    for unit in drop:
-        span = _body_lines(unit, parts)
+    spans: list[tuple[int, int, str]] = []
+    whole = _headerless(drop, facts, used)
+    for run in _runs([unit for unit in drop if id(unit) in whole]):
+        span = _run_lines(run, parts)
         if span is None:
-            continue
-        start, end, indent = span
-        if start == end:  # a long one-line statement (codefacts.MIN_CHARS)
+            whole.difference_update(id(unit) for unit in run)
+        else:
+            spans.append(span)
+    for unit in drop:
+        if id(unit) not in whole:
+            span = _body_lines(unit, parts)
+            if span is not None:
+                spans.append(span)
+    for start, end, indent in spans:
+        if start == end:  # a one-line unit, or a long one-line statement (codefacts.MIN_CHARS)
             parts[2 * (start - 1)] = indent + '""'
-            changed = True
             continue
         parts[2 * (start - 1)] = indent + '"""'
         for line in range(start + 1, end):
             parts[2 * (line - 1)] = ""
         parts[2 * (end - 1)] = '"""'
-        changed = True
-    return "".join(parts) if changed else source
+    return "".join(parts) if spans else source
 
 
 def _body_lines(unit: Unit, parts: list[str]) -> tuple[int, int, str] | None:
@@ -173,8 +184,64 @@ def _body_lines(unit: Unit, parts: list[str]) -> tuple[int, int, str] | None:
     return start, end, indent
 
 
-def _dropped_units(facts: CodeFacts, active, catalog) -> list[Unit]:
-    """The units to leave out: not needed, and at module level or in a kept class.
+def _headerless(drop: list[Unit], facts: CodeFacts, used: set[str]) -> set[int]:
+    """id() of the dropped defs and classes whose header can go too: what a header gives libcst's visit is
+    its name's binding (a def rebinds an import, an assignment or a builtin, and numbers the project model's
+    key of a name defined twice: `f#2`) and the code of its decorators, defaults, annotations and bases (no
+    rule may report there: the unit is not needed). So: a name defined once among its siblings, bound no
+    other way at module level, no builtin, and never spelled by the kept code (`used`). Entry points and the
+    call graph are read from CPython's tree (project/index.py), never from the pruned text."""
+    named: dict[int | None, dict[str, int]] = {}
+    for unit in facts.every_unit():
+        if unit.is_def or unit.is_class:
+            siblings = named.setdefault(id(unit.parent) if unit.parent is not None else None, {})
+            siblings[unit.node.name] = siblings.get(unit.node.name, 0) + 1
+    bound = {local for local, _ in facts.module_imports} | facts.assigned | BUILTIN_NAMES
+    out = set()
+    for unit in drop:
+        if not (unit.is_def or unit.is_class):
+            continue
+        name = unit.node.name
+        if name in used or name in bound or \
+                named[id(unit.parent) if unit.parent is not None else None][name] > 1:
+            continue
+        out.add(id(unit))
+    return out
+
+
+def _runs(units: list[Unit]) -> list[list[Unit]]:
+    """`units` in runs of consecutive statements of one statement list."""
+    runs: list[list[Unit]] = []
+    for unit in sorted(units, key=lambda u: (u.block, u.position)):
+        last = runs[-1][-1] if runs else None
+        if last is not None and last.block == unit.block and last.position + 1 == unit.position:
+            runs[-1].append(unit)
+        else:
+            runs.append([unit])
+    return runs
+
+
+def _run_lines(run: list[Unit], parts: list[str]) -> tuple[int, int, str] | None:
+    """(first line, last line, indentation) of a run of sibling defs and classes, decorators included, when
+    it can be replaced line for line."""
+    first = run[0].node
+    start = min([first.lineno, *(d.lineno for d in first.decorator_list)])
+    end = run[-1].node.end_lineno
+    if end is None or 2 * (end - 1) >= len(parts):
+        return None
+    line = parts[2 * (start - 1)]
+    indent = line[: len(line) - len(line.lstrip(_INDENT))]
+    if len(indent) != first.col_offset or not line[len(indent):].startswith(("@", "def", "async", "class")):
+        return None
+    previous = parts[2 * (start - 2)] if start >= 2 else ""
+    if previous.rstrip(_INDENT).endswith("\\"):
+        return None
+    return start, end, indent
+
+
+def _dropped_units(facts: CodeFacts, active, catalog) -> tuple[list[Unit], set[str]]:
+    """The units to leave out (not needed, and at module level or in a kept class) and the words of the code
+    kept.
 
     A unit is needed when a rule may report in it (`region_may_fire`), when it sets an attribute that such
     a method of its class reads, or (a module-level statement) when it binds a name the kept code uses."""
@@ -201,7 +268,7 @@ def _dropped_units(facts: CodeFacts, active, catalog) -> list[Unit]:
             used |= unit.words
             if unit.is_class:
                 considered.extend(unit.children)
-    return [unit for unit in considered if id(unit) not in kept]
+    return [unit for unit in considered if id(unit) not in kept], used
 
 
 def _needed_for_meaning(unit: Unit, context: _Context, active, catalog, read_attrs, used) -> bool:
