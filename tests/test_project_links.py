@@ -282,3 +282,191 @@ def test_every_context_reports_the_rules_own_decisions(tmp_path):
     reported = {f.rule: f for f in scan(root, every_context=True)}
     assert reported["LLM001"].extra["context"] == "run-once"
     assert reported["LLM003"].line == 3 and "top-level code" in reported["LLM003"].message
+
+
+def test_a_cached_function_runs_once_so_what_it_calls_is_not_per_request(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    root = write(tmp_path / "a", {"app/__init__.py": "", "app/clients.py": CLIENTS, "app/routes.py": """
+        import functools
+        from fastapi import FastAPI
+        from app.clients import fetch_user
+        app = FastAPI()
+
+        @functools.lru_cache(maxsize=None)
+        def settings():
+            return fetch_user(0)
+
+        @app.get("/settings")
+        def get_settings():
+            return settings()
+
+        @app.get("/users/{uid}")
+        def get_user(uid: int):
+            return fetch_user(uid)
+        """})
+    (llm003,) = [f for f in scan(root) if f.rule == "LLM003"]
+    assert llm003.extra["entry"]["function"] == "get_user"  # still per request there, not through `settings`
+    root_only_cached = write(tmp_path / "b", {"app/__init__.py": "", "app/clients.py": CLIENTS,
+                                                  "app/routes.py": """
+        import functools
+        from fastapi import FastAPI
+        from app.clients import fetch_user
+        app = FastAPI()
+
+        @functools.cache
+        def settings():
+            return fetch_user(0)
+
+        @app.get("/settings")
+        def get_settings():
+            return settings()
+        """})
+    assert found(scan(root_only_cached), "LLM003") == []
+
+
+def test_a_nested_project_is_its_own_and_its_findings_are_reported_once(tmp_path):
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS,
+                            "examples/pyproject.toml": "[project]\nname = 'examples'\n",
+                            "examples/demo.py": """
+        import requests
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        @app.get("/")
+        async def index():
+            return requests.get("http://localhost:8000/users/1", timeout=5).json()
+        """})
+    findings = scan(root)
+    assert sorted(found(findings)) == [("app/clients.py", 5, "LLM003"), ("app/routes.py", 8, "LLM004"),
+                                       ("examples/demo.py", 8, "LLM003"),
+                                       ("examples/demo.py", 8, "LLM004")]
+
+
+def test_a_step_from_a_factory_into_its_closure_names_the_closure_s_line(tmp_path):
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": """
+        import httpx
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        def make_search(base):
+            async def search(q):
+                return await cluster(base, q)
+            return search
+
+        async def cluster(base, q):
+            async with httpx.AsyncClient(base_url=base) as client:
+                return (await client.get("/", params={"q": q})).json()
+
+        @app.get("/search")
+        async def route(q: str):
+            search = make_search("http://cluster")
+            return await search(q)
+        """})
+    (llm003,) = [f for f in scan(root) if f.rule == "LLM003"]
+    assert [(s["line"], s["function"]) for s in llm003.extra["via"]] == [
+        (17, "route"), (7, "make_search"), (8, "make_search.search"), (12, "cluster")]
+
+
+def test_a_sync_wrapper_running_a_public_coroutine_does_not_make_it_run_once(tmp_path):
+    root = write(tmp_path, {"lib/__init__.py": "", "lib/export.py": """
+        import asyncio
+
+        async def aexport(path, rows):
+            with open(path, "w") as f:
+                f.write(str(rows))
+
+        def export(path, rows):
+            return asyncio.get_event_loop().run_until_complete(aexport(path, rows))
+        """, "scripts/dump.py": """
+        import asyncio
+
+        async def main():
+            with open("out.txt", "w") as f:
+                f.write("done")
+
+        if __name__ == "__main__":
+            asyncio.run(main())
+        """})
+    findings = scan(root)
+    assert found(findings, "LLM004") == [("lib/export.py", 5, "LLM004")]  # the script's main blocks no one
+    assert findings[0].extra["context"] == "unknown"
+    assert "scripts/dump.py" in {f.path for f in scan(root, every_context=True)}
+
+
+def test_a_function_handed_to_a_constructor_at_startup_is_not_run_once(tmp_path):
+    root = write(tmp_path, {"app/__init__.py": "", "app/main.py": """
+        import requests
+        from fastapi import FastAPI
+
+        class Tool:
+            def __init__(self, function):
+                self.function = function
+
+            def __call__(self, *args):
+                return self.function(*args)
+
+        def lookup(q):
+            return requests.get("http://search", params={"q": q})
+
+        def create_app():
+            app = FastAPI()
+            tool = Tool(function=lookup)
+
+            @app.get("/ask")
+            def ask(q: str):
+                return tool(q)
+            return app
+
+        app = create_app()
+        """})
+    assert found(scan(root), "LLM006") == [("app/main.py", 13, "LLM006")]
+
+
+def test_a_config_file_read_while_building_an_object_is_set_up_not_a_blocking_chain(tmp_path):
+    root = write(tmp_path, {"app/__init__.py": "", "app/config.py": """
+        import json
+
+        class Config:
+            def __init__(self, path="config.json"):
+                with open(path) as f:
+                    self.values = json.load(f)
+
+        def load_index(path):
+            with open(path, "rb") as f:
+                return f.read()
+        """, "app/routes.py": """
+        from fastapi import FastAPI
+        from app.config import Config, load_index
+        app = FastAPI()
+
+        @app.get("/ask")
+        async def ask(q: str):
+            config = Config()
+            return load_index(config.values["index"])
+        """})
+    assert found(scan(root), "LLM004") == [("app/routes.py", 9, "LLM004")]
+
+
+def test_examples_nobody_serves_are_offline_and_a_served_example_is_serving(tmp_path):
+    root = write(tmp_path, {"examples/pyproject.toml": "[project]\nname = 'examples'\n", "examples/evals.py": """
+        import time
+
+        async def run_experiment(row):
+            time.sleep(1)
+        """, "examples/app.py": """
+        import time
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        @app.get("/")
+        async def index():
+            time.sleep(1)
+        """, "lib/slow.py": """
+        import time
+
+        async def public_api():
+            time.sleep(1)
+        """})
+    assert found(scan(root), "LLM004") == [("examples/app.py", 8, "LLM004"), ("lib/slow.py", 5, "LLM004")]
+    assert ("examples/evals.py", 5, "LLM004") in found(scan(root, every_context=True))

@@ -94,8 +94,9 @@ def _projects(files: list[str], config: ScanConfig, report: Report) -> list[tupl
     from llmdoctor.scan.project.layout import project_root
 
     roots: dict[str | None, list[str]] = {}
+    memo: dict[str, str | None] = {}
     for path in files:
-        roots.setdefault(project_root(path), []).append(path)
+        roots.setdefault(project_root(path, memo), []).append(path)
     out = []
     for root, scanned in roots.items():
         if root is None:
@@ -103,7 +104,8 @@ def _projects(files: list[str], config: ScanConfig, report: Report) -> list[tupl
             continue
         found = discover([root], root=config.root or root, exclude=config.exclude,
                          respect_gitignore=config.respect_gitignore, max_file_size=config.max_file_size)
-        every = sorted(set(found.files) | set(scanned))
+        # a folder below with its own pyproject.toml (or .git) is a project of its own: its files are not this one's
+        every = sorted({path for path in found.files if project_root(path, memo) == root} | set(scanned))
         if len(every) > MAX_PROJECT_FILES:
             report.notices.append(f"{root}: {len(found.files)} Python files under the project root; the project "
                                   f"model holds only the {len(scanned)} scanned ones (over {MAX_PROJECT_FILES})")

@@ -18,7 +18,7 @@ ENTRY_KINDS = (INTERACTIVE, WORKER)
 FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code"}
 RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "concurrency", "spawn", "bases",
                  "calls_now"}
-OFFLINE_KEYS = {"imports", "paths", "functions", "classes"}
+OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
                            "options"})
@@ -68,6 +68,7 @@ class Registration:
     methods: frozenset[str] = frozenset()  # when the callable is a class (or its instance): its handler methods
     framework: str = ""
     kind: str = INTERACTIVE
+    in_caller: bool = False  # runs the target there and then (`asyncio.run`): it runs where its caller runs
 
 
 @dataclass
@@ -99,6 +100,7 @@ class EntryKnowledge:
     test_paths: tuple[str, ...] = ()
     test_functions: tuple[str, ...] = ()
     test_classes: tuple[str, ...] = ()
+    example_paths: tuple[str, ...] = ()  # examples, benchmarks: offline unless an entry point reaches them
 
     def request_decorator(self, qualified: str | None) -> tuple[str, str] | None:
         """(framework, kind) when a decorator with this qualified callee makes a request entry point."""
@@ -162,6 +164,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     test_paths: list[str] = []
     test_functions: list[str] = []
     test_classes: list[str] = []
+    example_paths: list[str] = []
     for stem, doc in docs:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
@@ -197,12 +200,14 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         _keys(offline, OFFLINE_KEYS, where + ".offline'")
         test_imports.update(_strings(offline.get("imports"), f"{where}.offline.imports'"))
         test_paths.extend(_strings(offline.get("paths"), f"{where}.offline.paths'"))
+        example_paths.extend(_strings(offline.get("example_paths"), f"{where}.offline.example_paths'"))
         test_functions.extend(_strings(offline.get("functions"), f"{where}.offline.functions'"))
         test_classes.extend(_strings(offline.get("classes"), f"{where}.offline.classes'"))
     knowledge.once_names = frozenset(once_names)
     knowledge.calls_now = frozenset(calls_now)
     knowledge.test_imports = frozenset(test_imports)
     knowledge.test_paths = tuple(test_paths)
+    knowledge.example_paths = tuple(example_paths)
     knowledge.test_functions = tuple(test_functions)
     knowledge.test_classes = tuple(test_classes)
     return knowledge
@@ -258,7 +263,7 @@ def _decorator_names(entry, where: str) -> list[str]:
 def _registration(entry, where: str, framework: str, kind: str) -> Registration:
     if not isinstance(entry, dict):
         raise UserError(f"{where}: must be a mapping with calls, argument and/or keyword")
-    _keys(entry, {"calls", "argument", "keyword", "methods"}, where)
+    _keys(entry, {"calls", "argument", "keyword", "methods", "in_caller"}, where)
     calls = Patterns(_strings(entry.get("calls"), where))
     argument = entry.get("argument")
     keyword = entry.get("keyword")
@@ -270,8 +275,11 @@ def _registration(entry, where: str, framework: str, kind: str) -> Registration:
         raise UserError(f"{where}: 'keyword' must be a keyword argument name (or a list of them)")
     if not calls or (argument is None and not keywords):
         raise UserError(f"{where}: needs calls and an argument position or keyword")
+    in_caller = entry.get("in_caller", False)
+    if not isinstance(in_caller, bool):
+        raise UserError(f"{where}: 'in_caller' must be true or false")
     return Registration(calls, argument, tuple(keywords or ()), frozenset(_strings(entry.get("methods"), where)),
-                        framework, kind)
+                        framework, kind, in_caller)
 
 
 def _keys(data, allowed: set[str], where: str) -> None:

@@ -10,18 +10,28 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 _ENTRY_POINT = re.compile(r"""["']?[\w.-]+["']?\s*=\s*["']?([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)""")
 
 
-def project_root(path: str) -> str | None:
+def project_root(path: str, memo: dict[str, str | None] | None = None) -> str | None:
     """The nearest folder at or above `path` holding pyproject.toml, setup.cfg, setup.py or .git; None when
-    there is none (the scanned files are then the whole program)."""
+    there is none (the scanned files are then the whole program). `memo` remembers the answer per folder."""
     start = os.path.abspath(path)
     probe = start if os.path.isdir(start) else os.path.dirname(start)
+    visited = []
     while True:
+        if memo is not None and probe in memo:
+            found = memo[probe]
+            break
+        visited.append(probe)
         if any(os.path.exists(os.path.join(probe, marker)) for marker in ROOT_MARKERS):
-            return probe
+            found = probe
+            break
         parent = os.path.dirname(probe)
         if parent == probe:
-            return None
+            found = None
+            break
         probe = parent
+    if memo is not None:
+        memo.update(dict.fromkeys(visited, found))
+    return found
 
 
 class Layout:

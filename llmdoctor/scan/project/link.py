@@ -36,7 +36,7 @@ def link_results(results: list, catalog, config, root: str | None,
     else:
         layout_root, scripts = os.path.abspath(root), True
     layout = Layout(layout_root, indexes)
-    model = ProjectModel(layout, indexes, catalog, entry_knowledge(catalog), console_scripts=scripts)
+    model = ProjectModel(layout, indexes, catalog, entry_knowledge(catalog), console_scripts=scripts, display=show)
     shown = show or (lambda path: path)
     display = {path: shown(r.path) for path, r in by_path.items()}
 

@@ -122,19 +122,22 @@ class Blocking:
     sdk: object | None = None  # the SDK Method for a sync generation call
     serving_only: bool = False  # blocks only where requests are served (`input()`: a console program's own)
     autofix: str | None = "to_thread"  # the automatic fix of a direct call (the table's `autofix`; None: none)
+    file_io: bool = False  # opens a file
 
 
 class ProjectModel:
     def __init__(self, layout: Layout, modules: dict[str, ModuleIndex], catalog, knowledge: EntryKnowledge,
-                 console_scripts: bool = True) -> None:
+                 console_scripts: bool = True, display=None) -> None:
         from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
         self.layout = layout
+        self.display = display  # a path as the reports show it (relative to the working directory)
         self.modules = modules
         self.knowledge = knowledge
         self.sdk = sdk_knowledge(catalog)
         self.blocking_table = catalog.table("blocking_calls")
         self.offload_table = catalog.table("offload_calls")
+        self.setup_functions = catalog.table("setup_functions")
         self.cache_decorators = catalog.table("cache_decorators")
         self.nodes: list[Node] = []
         self.by_key: dict[tuple[str, str], int] = {}
@@ -159,7 +162,8 @@ class ProjectModel:
         self.loop_roots: set[int] = set()  # asyncio.run targets
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self._link(console_scripts)
-        self._serving, self._serving_parent = self._reach([n for n in self.entries])
+        self.once |= {node.id for node in self.nodes if node.cached}
+        self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._concurrent_programs()
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
@@ -177,7 +181,7 @@ class ProjectModel:
 
     def context_of(self, path: str, key: str) -> Context:
         if key == LAMBDA_KEY:  # a module-level lambda runs whenever someone calls it: who, the model cannot tell
-            return Context(OFFLINE if path in self.test_modules else UNKNOWN)
+            return Context(OFFLINE if path in self.test_modules or self._is_example(path) else UNKNOWN)
         node = self.node(path, key)
         if node is None:
             node = self.node(path, MODULE_KEY)
@@ -201,16 +205,19 @@ class ProjectModel:
         if node_id in self._once:
             return Context(RUN_ONCE, None, tuple(self._chain(node_id, self._once_parent)),
                            concurrent=node_id in self._concurrent)
-        return Context(UNKNOWN)
+        return Context(OFFLINE if self._is_example(node.path) else UNKNOWN)
 
     def steps(self, chain, last_line: int | None = None) -> list[Step]:
         """A chain as steps: each function with the line of the call leading on (the last: `last_line`)."""
         out = []
         for index, (node_id, call) in enumerate(chain):
             node = self.nodes[node_id]
-            line = call.line if call is not None else (last_line if last_line is not None else node.function.line)
-            if index == len(chain) - 1 and last_line is not None:
-                line = last_line
+            if index == len(chain) - 1:
+                line = last_line if last_line is not None else node.function.line
+            elif call is not None:
+                line = call.line
+            else:  # no call leads on: the next function is defined here (a factory's closure)
+                line = self.nodes[chain[index + 1][0]].function.line
             out.append(Step(node.path, line, node.label))
         return out
 
@@ -375,8 +382,12 @@ class ProjectModel:
         last = call.text.rsplit(".", 1)[-1]
         executor = last == "run_in_executor"
         registered = self._registrations(node, call, qualified) if qualified is not None else set()
-        # a library call may keep what it is handed (a callback); a project call or a known runner runs it
+        # a library call may keep what it is handed (a callback), and so does a constructor
+        # (`Tool(function=f)`); a project function or a known runner runs it
         library = qualified is not None and last not in self.knowledge.calls_now
+        if not library:
+            target = self.resolve(node.id, call.ref)
+            library = target is not None and target.kind == "class"
         for position, ref in call.args:
             if ref in registered:
                 continue  # an entry point of its own, whatever its caller is
@@ -414,7 +425,10 @@ class ProjectModel:
         for registration in self.knowledge.once_registrations:
             if registration.calls.match(qualified):
                 for target in self._registered(node.id, call, registration, registered):
-                    self.once.add(target)
+                    if registration.in_caller:  # a sync wrapper's `asyncio.run(coro())`: as its caller
+                        node.edges.append((target, E_CALL, call))
+                    else:
+                        self.once.add(target)
                     if registration.argument == 0 and self.nodes[target].function.is_async:
                         self.loop_roots.add(target)
         return registered
@@ -709,7 +723,7 @@ class ProjectModel:
                 instead = entry.get("use_instead_write")
             autofix = entry.get("autofix", "to_thread")  # `none`: the blocking work continues after the call
             return Blocking(call, qualified, f"use {instead}" if instead else None,
-                            serving_only=bool(entry.get("serving_only")),
+                            serving_only=bool(entry.get("serving_only")), file_io=bool(entry.get("file_io")),
                             autofix=None if autofix == "none" else autofix)
         if method.exempt.no_model_call & set(call.keywords):
             return None  # litellm.completion(mock_response=...) answers without a model
@@ -738,16 +752,30 @@ class ProjectModel:
         return any(fnmatch.fnmatchcase(relative, pattern) or ("/" not in pattern and fnmatch.fnmatchcase(name, pattern))
                    for pattern in self.knowledge.test_paths)
 
+    def _is_example(self, path: str) -> bool:
+        """Under an examples/benchmarks folder of the project, or of the folder the scan runs in (a nested
+        project such as `examples/pyproject.toml`)."""
+        names = [self.layout.relative(path)]
+        if self.display is not None:
+            shown = self.display(path)
+            if not shown.startswith(("/", "..")):
+                names.append(shown)
+        return any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in self.knowledge.example_paths)
+
     # ------------------------------------------------------------------ contexts
 
-    def _reach(self, seeds: list[int], skip: int = -1) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
+    def _reach(self, seeds: list[int], skip: int = -1, through_cached: bool = True
+               ) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
         """Breadth first from `seeds` over every edge (but those of kind `skip`): the nodes reached and, for
-        each, the one it was reached from (shortest chains)."""
+        each, the one it was reached from (shortest chains). Without `through_cached`, a cached function is
+        reached but what it calls is not (its body runs once per distinct arguments, not per call)."""
         reached = set(seeds)
         parent: dict[int, tuple[int, Call | None]] = {}
         queue = deque(seeds)
         while queue:
             current = queue.popleft()
+            if not through_cached and self.nodes[current].cached and current not in seeds:
+                continue
             for callee, kind, call in self.nodes[current].edges:
                 if kind != skip and callee not in reached and self.nodes[callee].path not in self.test_modules:
                     reached.add(callee)
@@ -775,7 +803,7 @@ class ProjectModel:
         interactive = [n for n, e in self.entries.items() if e.kind == INTERACTIVE]
         memo = getattr(self, "_interactive_set", None)
         if memo is None:
-            memo = self._interactive_set = self._reach(interactive)[0]
+            memo = self._interactive_set = self._reach(interactive, through_cached=False)[0]
         return node_id in memo
 
     def _concurrent_programs(self) -> set[int]:
@@ -787,6 +815,9 @@ class ProjectModel:
             if any(self._starts_concurrency(n) for n in program):
                 out |= program
         return out
+
+    def _is_setup(self, node_id: int) -> bool:
+        return self.setup_functions.match(self.nodes[node_id].function.name) is not None
 
     def _starts_concurrency(self, node_id: int) -> bool:
         concurrency = self.knowledge.concurrency
@@ -811,17 +842,21 @@ class ProjectModel:
             for callee, edge, call in node.edges:
                 if edge == E_CALL and call is not None and not call.lazy and not self.nodes[callee].function.generator:
                     callers.setdefault(callee, []).append((node.id, call))
+            setup = self._is_setup(node.id)
             for call in function.calls:
                 found = self.blocking_call(node.id, call)
-                if found is not None and not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
+                if found is not None and not (setup and found.file_io) and \
+                        not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
                     blocks[node.id] = (call, None, found)
                     queue.append(node.id)
                     break
+        terminal = {node_id: blocks[node_id][2] for node_id in queue}
         while queue:
             current = queue.popleft()
             for caller, call in callers.get(current, ()):
-                if caller not in blocks:
+                if caller not in blocks and not (terminal[current].file_io and self._is_setup(caller)):
                     blocks[caller] = (call, current, None)
+                    terminal[caller] = terminal[current]
                     queue.append(caller)
         self._blocks = blocks
         return blocks
