@@ -470,3 +470,90 @@ def test_examples_nobody_serves_are_offline_and_a_served_example_is_serving(tmp_
         """})
     assert found(scan(root), "LLM004") == [("examples/app.py", 8, "LLM004"), ("lib/slow.py", 5, "LLM004")]
     assert ("examples/evals.py", 5, "LLM004") in found(scan(root, every_context=True))
+
+
+def test_a_batch_script_blocks_no_one_before_or_after_its_gather(tmp_path):
+    root = write(tmp_path, {"evaluate.py": """
+        import asyncio
+        import json
+
+        async def judge(item):
+            await asyncio.sleep(0)
+            return item
+
+        async def main():
+            with open("dataset.json") as f:
+                items = json.load(f)
+            results = await asyncio.gather(*[judge(i) for i in items])
+            with open("results.json", "w") as f:
+                json.dump(results, f)
+
+        if __name__ == "__main__":
+            asyncio.run(main())
+        """, "serve.py": """
+        import asyncio
+
+        async def handle(reader, writer):
+            with open("log.txt", "a") as f:
+                f.write("hit")
+
+        async def main():
+            server = await asyncio.start_server(handle, "127.0.0.1", 8888)
+            with open("started.txt", "w") as f:
+                f.write("up")
+            await server.serve_forever()
+
+        if __name__ == "__main__":
+            asyncio.run(main())
+        """})
+    # the connection handler runs beside the other connections; main's own body runs before they do
+    assert found(scan(root), "LLM004") == [("serve.py", 5, "LLM004")]
+
+
+@pytest.mark.parametrize(("call", "expected"), [
+    ("Tool(lookup)", []),  # the switch keeps its False default
+    ("Tool(lookup, synthesize=False)", []),
+    ("Tool(lookup, None, False)", []),
+    ("Tool(lookup, synthesize=True)", [8]),
+    ("Tool(lookup, None, True)", [8]),
+    ("Tool(lookup, **options)", [8]),  # it may be on
+])
+def test_a_step_under_a_switch_the_caller_leaves_off_is_not_followed(tmp_path, call, expected):
+    root = write(tmp_path, {"tools.py": f"""
+        import time
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        @app.post("/tool")
+        async def make_tool(options: dict):
+            return {call}
+
+        class Tool:
+            def __init__(self, func, schema=None, synthesize=False):
+                self.func = func
+                if synthesize and schema is None:
+                    self.schema = self.synthesize_schema()
+
+            def synthesize_schema(self):
+                time.sleep(0.5)
+                return {{}}
+
+        def lookup(q):
+            return q
+        """})
+    assert [f.line for f in scan(root) if f.rule == "LLM004"] == expected
+
+
+def test_an_import_relative_to_a_folder_inside_the_package_resolves_as_a_last_resort(tmp_path):
+    # `cd backend && uvicorn server.app:app` (or a sys.path edit): `server.utils` is backend/server/utils.py
+    root = write(tmp_path, {"backend/__init__.py": "", "backend/server/__init__.py": "",
+                            "backend/server/utils.py": CLIENTS, "backend/server/app.py": """
+        from fastapi import FastAPI
+        from server.utils import fetch_user
+        app = FastAPI()
+
+        @app.get("/users/{uid}")
+        async def get_user(uid: int):
+            return fetch_user(uid)
+        """})
+    assert found(scan(root)) == [("backend/server/app.py", 8, "LLM004"), ("backend/server/utils.py", 5, "LLM003")]

@@ -273,8 +273,9 @@ def _contexts(path: Path, value: Any) -> dict[str, str]:
         if name not in CONTEXT_NAMES:
             raise _fail(path, f"contexts.{str(name)[:40]}", f"unknown context; known: {', '.join(CONTEXT_NAMES)}")
         if not isinstance(verdict, str) or not (verdict in CONTEXT_VERDICTS or (
-                verdict.startswith("if ") and verdict[3:].strip().isidentifier())):
-            raise _fail(path, f"contexts.{name}", f"must be one of {', '.join(CONTEXT_VERDICTS)} or 'if FLAG'")
+                verdict.startswith("if ") and all(flag.strip().isidentifier() for flag in verdict[3:].split(" or ")))):
+            raise _fail(path, f"contexts.{name}",
+                        f"must be one of {', '.join(CONTEXT_VERDICTS)}, 'if FLAG' or 'if FLAG or FLAG'")
         out[name] = verdict
     return out
 

@@ -61,22 +61,27 @@ class Call:
     literal: str | None = None  # the first positional argument, when a string literal
     mode: str | None = None  # the second positional argument or `mode=`, when a string literal (`open`)
     lazy: bool = False  # under a lazy-initialisation guard (`if self._x is None: self._x = ...`)
+    guards: tuple[str, ...] = ()  # switches of the function (below) the call runs under (`if synthesize:`)
+    falsy: tuple[str, ...] = ()  # arguments (position or keyword) given as a literal False / None / 0 / ""
+    positional: int = 0  # how many positional arguments it passes (-1: `*args`, any number)
 
     def to_json(self) -> list:
         return [self.ref, self.kind, self.line, self.col, self.end_line, self.end_col, self.stmt_line, self.text,
                 list(self.keywords), list(self.marks), [list(a) for a in self.args], self.literal, self.mode,
-                self.lazy]
+                self.lazy, list(self.guards), list(self.falsy), self.positional]
 
     @classmethod
     def from_json(cls, data: list) -> Call:
-        ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy = data
+        (ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy, guards,
+         falsy, positional) = data
         if not (type(ref) is str and kind in (CALL, AWAIT, LAMBDA) and _lines(line, col, end_line, end_col, stmt)
                 and type(text) is str and _strings(keywords) and _strings(marks) and type(lazy) is bool
                 and all(type(a) is list and len(a) == 2 and _strings(a) for a in args)
-                and (literal is None or type(literal) is str) and (mode is None or type(mode) is str)):
+                and (literal is None or type(literal) is str) and (mode is None or type(mode) is str)
+                and _strings(guards) and _strings(falsy) and type(positional) is int):
             raise ValueError("index: a call of the wrong shape")
         return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
-                   tuple((a[0], a[1]) for a in args), literal, mode, lazy)
+                   tuple((a[0], a[1]) for a in args), literal, mode, lazy, tuple(guards), tuple(falsy), positional)
 
 
 @dataclass(slots=True)
@@ -105,22 +110,26 @@ class Function:
     returns: str | None = None
     returns_items: list[str | None] | None = None
     generator: bool = False  # holds a `yield`: calling it runs nothing until the generator is iterated
+    # switches: parameters with a literal False / None / 0 / "" default (name -> position after self/cls,
+    # -1 keyword-only); code under `if switch:` runs only for callers that turn it on
+    switches: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
-                self.returns_items, self.generator]
+                self.returns_items, self.generator, self.switches]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
-        key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator = data
+        key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
-                and type(generator) is bool):
+                and type(generator) is bool and type(switches) is dict
+                and all(type(k) is str and type(v) is int for k, v in switches.items())):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
-                   [Call.from_json(c) for c in calls], returns, items, generator)
+                   [Call.from_json(c) for c in calls], returns, items, generator, dict(switches))
 
 
 @dataclass(slots=True)
@@ -246,6 +255,7 @@ class _Reader:
         self.scopes: list[_Scope] = []
         self.keys_seen: dict[str, int] = {}
         self.lazy_depth = 0
+        self.guards: list[str] = []  # the switches of the current function tested by the `if`s around
         self.statement_line = 1
         self.imported_names: set[str] = set()  # module-level names an import binds
         self._returns_seen: dict[str, int] = {}
@@ -542,10 +552,21 @@ class _Reader:
         guarded = (lazy is not None and _assigns(node.body, lazy)) or _once_guard(node.test)
         if guarded:
             self.lazy_depth += 1
+        switches = self._switches_tested(node.test)
+        self.guards.extend(switches)
         self.block(node.body)
+        del self.guards[len(self.guards) - len(switches):]
         if guarded:
             self.lazy_depth -= 1
         self.block(node.orelse)
+
+    def _switches_tested(self, test: ast.expr) -> list[str]:
+        """`if synthesize:` / `if synthesize and model is None:`: the body runs only when the switch is on."""
+        if self.scope.kind != "function":
+            return []
+        switches = self.scope.function.switches
+        operands = test.values if type(test) is ast.BoolOp and type(test.op) is ast.And else [test]
+        return [o.id for o in operands if type(o) is ast.Name and o.id in switches]
 
     def _key(self, name: str) -> str:
         parent = self.scope.function.key if self.scope.kind == "function" else (
@@ -583,10 +604,13 @@ class _Reader:
         for star in (arguments.vararg, arguments.kwarg):
             if star is not None:
                 scope.bindings[star.arg] = None
+        function.switches = _switches(arguments, bound=function.owner is not None and not function.static)
         self.scopes.append(scope)
         saved_lazy, self.lazy_depth = self.lazy_depth, 0
+        saved_guards, self.guards = self.guards, []
         self.block(node.body)
         self.lazy_depth = saved_lazy
+        self.guards = saved_guards
         self.scopes.pop()
 
     def class_def(self, node: ast.ClassDef) -> None:
@@ -674,6 +698,9 @@ class _Reader:
         args: list[tuple[str, str]] = []
         marks: list[str] = []
         literal = mode = None
+        falsy = [str(index) for index, arg in enumerate(node.args) if _is_falsy_literal(arg)]
+        falsy += [k.arg for k in node.keywords if k.arg is not None and _is_falsy_literal(k.value)]
+        positional = -1 if any(type(a) is ast.Starred for a in node.args) else len(node.args)
         for index, arg in enumerate(node.args):
             kind = type(arg)
             if kind is ast.Lambda:  # `box.submit(lambda t: detect(t))`: a function of its own, handed over
@@ -686,7 +713,14 @@ class _Reader:
                     mode = arg.value[:20]
             elif index == 0 and kind is ast.JoinedStr and arg.values and type(arg.values[0]) is ast.Constant:
                 literal = str(arg.values[0].value)[:200]  # f"/proc/{pid}/stat": its constant start
-            if kind in (ast.Name, ast.Attribute, ast.Call):
+            if kind is ast.Starred:  # gather(*(fetch(i) for i in ids)): the call each element makes
+                arg = arg.value
+                kind = type(arg)
+            if kind in (ast.GeneratorExp, ast.ListComp, ast.SetComp) and type(arg.elt) is ast.Call:
+                target = self.ref(arg.elt)
+                if target is not None and not target.startswith("B:"):
+                    args.append((str(index), target))
+            elif kind in (ast.Name, ast.Attribute, ast.Call):
                 target = self.ref(arg)
                 if target is not None and not target.startswith("B:"):
                     args.append((str(index), target))
@@ -722,14 +756,15 @@ class _Reader:
         function.calls.append(Call(
             ref=ref or "?", kind=how, line=line, col=col, end_line=end_line, end_col=end_col,
             stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
-            literal=literal, mode=mode, lazy=self.lazy_depth > 0,
+            literal=literal, mode=mode, lazy=self.lazy_depth > 0, guards=tuple(self.guards), falsy=tuple(falsy),
+            positional=positional,
         ))
 
     def lambda_function(self, node: ast.Lambda, enclosing: Function) -> str:
         """A lambda handed to a call, as a function of its own (key `outer.<lambda>`): its body's calls are
         its own, and a framework that registers it makes them serve."""
         self.handed_lambdas.add(id(node))
-        key = self._key("<lambda>") if self.scope.kind != "class" else self._key("<lambda>")
+        key = self._key("<lambda>")
         function = Function(key=key, name="<lambda>", line=node.lineno, parent=enclosing.key or None)
         self.functions.append(function)
         scope = _Scope("function", function=function)
@@ -963,3 +998,20 @@ def _suppressions(source: str) -> tuple[dict[int, list[str]], list[str]]:
             lines.setdefault(line, set()).update(codes)
     return ({line: sorted(codes) for line, codes in lines.items()},
             sorted(file_ignores(source)) if "llmdoctor:" in source else [])
+
+
+def _is_falsy_literal(node: ast.expr) -> bool:
+    return type(node) is ast.Constant and node.value in (False, None, 0, "") and type(node.value) is not float
+
+
+def _switches(arguments: ast.arguments, bound: bool) -> dict[str, int]:
+    """Parameters with a literal falsy default: name -> position (after self/cls; -1 keyword-only)."""
+    positional = [*arguments.posonlyargs, *arguments.args]
+    out: dict[str, int] = {}
+    for arg, default in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
+        if _is_falsy_literal(default):
+            out[arg.arg] = positional.index(arg) - (1 if bound else 0)
+    for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if default is not None and _is_falsy_literal(default):
+            out[arg.arg] = -1
+    return out

@@ -16,7 +16,7 @@ INTERACTIVE = "interactive"
 WORKER = "worker"
 ENTRY_KINDS = (INTERACTIVE, WORKER)
 FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code"}
-RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "concurrency", "spawn", "bases",
+RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "spawn", "bases",
                  "calls_now"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
@@ -92,7 +92,6 @@ class EntryKnowledge:
     once_registrations: list[Registration] = field(default_factory=list)
     once_names: frozenset[str] = frozenset()
     once_name_globs: Patterns = field(default_factory=Patterns)
-    concurrency: Patterns = field(default_factory=Patterns)
     spawn: Patterns = field(default_factory=Patterns)
     once_bases: list[ClassEntry] = field(default_factory=list)
     calls_now: frozenset[str] = frozenset()  # library calls that run the callable they are handed, there and then
@@ -136,7 +135,7 @@ def index_interest(catalog) -> Interest:
         for table in catalog.tables.values():
             names.update(table.names())
         knowledge = entry_knowledge(catalog)
-        for patterns in [*(p for p, _, _ in knowledge.decorators), knowledge.once_decorators, knowledge.concurrency,
+        for patterns in [*(p for p, _, _ in knowledge.decorators), knowledge.once_decorators, knowledge.spawn,
                          *(r.calls for r in (*knowledge.registrations, *knowledge.once_registrations))]:
             names.update(patterns.exact)
             names.update(patterns.globs)
@@ -182,8 +181,6 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         once_names.update(_strings(once.get("names"), f"{where}.run_once.names'"))
         for glob in _strings(once.get("name_globs"), f"{where}.run_once.name_globs'"):
             knowledge.once_name_globs.add(glob if "*" in glob else f"{glob}*")
-        for name in _strings(once.get("concurrency"), f"{where}.run_once.concurrency'"):
-            knowledge.concurrency.add(name)
         for name in _strings(once.get("spawn"), f"{where}.run_once.spawn'"):
             knowledge.spawn.add(name)
         for i, entry in enumerate(_list(once.get("bases"), f"{where}.run_once.bases'")):

@@ -69,13 +69,17 @@ class Layout:
     def search_roots(self, importer: str) -> list[str]:
         """Folders an absolute import from `importer` is looked up in, nearest first: the first folder above
         the importer's package (where `python -m` or a script would run), each folder above it up to the
-        project root, and the root's `src/`."""
+        project root, and the root's `src/`; then, as a last resort, the folders inside the importer's
+        package, from its own folder up (a server started from `backend/` that imports `server.utils`, or a
+        `sys.path` edit that puts its folder first)."""
         folder = os.path.dirname(importer)
         found = self._bases.get(folder)
         if found is not None:
             return found
         current = folder
+        inner = []
         while os.path.join(current, "__init__.py") in self.files and current != self.root:
+            inner.append(current)
             current = os.path.dirname(current)
         roots = []
         while True:
@@ -86,6 +90,7 @@ class Layout:
         source = os.path.join(self.root, "src")
         if source in self.dirs and source not in roots:
             roots.append(source)
+        roots += inner
         self._bases[folder] = roots
         return roots
 
@@ -98,6 +103,8 @@ class Layout:
         parts = dotted.split(".")
         found = None
         for root in self.search_roots(importer):
+            if root not in self._modules and self.module_file(root, parts[:1]) is None:
+                continue  # nothing of that name there (and no need to list the folder's modules)
             modules = self._modules_under(root)
             for end in range(len(parts), 0, -1):
                 target = modules.get(".".join(parts[:end]))

@@ -91,9 +91,9 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     severity = candidate.severity
     if verdict == "off":
         return None
-    if verdict.startswith("if "):
-        flag = verdict[3:].strip()
-        if not (extra.get(flag) or (flag == "concurrent" and context.concurrent)):
+    if verdict.startswith("if "):  # "if repeats or coroutine": one of the candidate's (or context's) flags
+        if not any(extra.get(flag) or (flag == "concurrent" and context.concurrent)
+                   for flag in _verdict_flags(verdict)):
             return None
     elif verdict in ("error", "warning", "info"):
         severity = verdict
@@ -110,8 +110,12 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     return dataclasses.replace(candidate, severity=severity, extra=extra)
 
 
+def _verdict_flags(verdict: str) -> list[str]:
+    return [flag.strip() for flag in verdict[3:].split(" or ")]
+
+
 def _flags(policy: dict[str, str]) -> list[str]:
-    return [verdict[3:].strip() for verdict in policy.values() if verdict.startswith("if ")]
+    return [flag for verdict in policy.values() if verdict.startswith("if ") for flag in _verdict_flags(verdict)]
 
 
 def _step(step: Step, name) -> dict:

@@ -42,7 +42,7 @@ class BlockingCallInAsync(ProjectRule):
                     target = model.nodes[callee]
                     if target.function.is_async:
                         continue
-                    chain = model.blocking_chain(callee)
+                    chain = model.blocking_chain_for(call, callee)
                     if chain:
                         yield self._through(shown_path, node, call, chain), lines
                         break

@@ -159,7 +159,6 @@ class ProjectModel:
                 self.test_modules.add(path)
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
-        self.loop_roots: set[int] = set()  # asyncio.run targets
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self._link(console_scripts)
         self.once |= {node.id for node in self.nodes if node.cached}
@@ -429,8 +428,6 @@ class ProjectModel:
                         node.edges.append((target, E_CALL, call))
                     else:
                         self.once.add(target)
-                    if registration.argument == 0 and self.nodes[target].function.is_async:
-                        self.loop_roots.add(target)
         return registered
 
     def _registered(self, node_id: int, call: Call, registration: Registration, seen: set[str]) -> list[int]:
@@ -807,29 +804,18 @@ class ProjectModel:
         return node_id in memo
 
     def _concurrent_programs(self) -> set[int]:
-        """Nodes on an event loop that runs other work: the program of an `asyncio.run` target that starts
-        concurrent work, and every coroutine spawned as a task (from a startup hook, say) with what it calls."""
-        out: set[int] = set(self._reach(sorted(self.spawned))[0])
-        for root in self.loop_roots:
-            program, _ = self._reach([root])
-            if any(self._starts_concurrency(n) for n in program):
-                out |= program
-        return out
+        """Nodes that run beside other work on their event loop: every coroutine spawned as a task, gathered
+        or handed to a server (entrypoints.yaml `spawn`), with what it calls."""
+        return self._reach(sorted(self.spawned))[0]
 
     def _is_setup(self, node_id: int) -> bool:
         return self.setup_functions.match(self.nodes[node_id].function.name) is not None
 
-    def _starts_concurrency(self, node_id: int) -> bool:
-        concurrency = self.knowledge.concurrency
-        for call in self.nodes[node_id].function.calls:
-            qualified = self.qualified(node_id, call.ref)
-            if concurrency.match(qualified) or (qualified is None and concurrency.match(call.text)):
-                return True
-        return False
-
     def _blocking(self) -> dict[int, tuple[Call, int | None, Blocking | None]]:
         """For each sync project function that blocks: (the call, the next function or None, the blocking
-        library call when direct), found backwards from the direct ones over sync calls."""
+        library call when direct), found backwards from the direct ones over sync calls. A step under a
+        switch the caller leaves off (`if synthesize:` with `synthesize=False` by default) is not followed;
+        a function that blocks without a switch is preferred to one that needs it on."""
         if self._blocks is not None:
             return self._blocks
         blocks: dict[int, tuple[Call, int | None, Blocking | None]] = {}
@@ -847,19 +833,51 @@ class ProjectModel:
                 found = self.blocking_call(node.id, call)
                 if found is not None and not (setup and found.file_io) and \
                         not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
-                    blocks[node.id] = (call, None, found)
-                    queue.append(node.id)
-                    break
+                    if node.id not in blocks or (blocks[node.id][0].guards and not call.guards):
+                        blocks[node.id] = (call, None, found)
+                    if not call.guards:
+                        break
+            if node.id in blocks:
+                queue.append(node.id)
         terminal = {node_id: blocks[node_id][2] for node_id in queue}
         while queue:
             current = queue.popleft()
+            guards = blocks[current][0].guards
             for caller, call in callers.get(current, ()):
-                if caller not in blocks and not (terminal[current].file_io and self._is_setup(caller)):
+                if terminal[current].file_io and self._is_setup(caller):
+                    continue
+                if guards and self.switched_off(call, current, guards):
+                    continue
+                known = blocks.get(caller)
+                if known is None or (known[0].guards and not call.guards):
                     blocks[caller] = (call, current, None)
                     terminal[caller] = terminal[current]
                     queue.append(caller)
         self._blocks = blocks
         return blocks
+
+    def switched_off(self, call: Call, callee: int, guards: tuple[str, ...]) -> bool:
+        """Whether `call` leaves one of the callee's `guards` off: it neither passes the switch (by keyword
+        or position) nor `*args`/`**kwargs`, or passes it a literal False / None / 0 / ""."""
+        switches = self.nodes[callee].function.switches
+        for name in guards:
+            position = switches.get(name)
+            if position is None:
+                continue
+            if name in call.falsy or (position >= 0 and str(position) in call.falsy):
+                return True
+            passed = name in call.keywords or "**" in call.keywords or call.positional < 0 or \
+                (position >= 0 and call.positional > position)
+            if not passed:
+                return True
+        return False
+
+    def blocking_chain_for(self, call: Call, callee: int) -> list[tuple[int, Call, Blocking]] | None:
+        """`blocking_chain(callee)` as `call` runs it: None where the call leaves the step's switch off."""
+        chain = self.blocking_chain(callee)
+        if chain and chain[0][1].guards and self.switched_off(call, callee, chain[0][1].guards):
+            return None
+        return chain
 
 
 # ----------------------------------------------------------------------------- references
