@@ -202,11 +202,11 @@ def test_a_task_spawned_by_a_startup_hook_shares_the_serving_loop(tmp_path):
 
 @pytest.mark.parametrize("helper", [
     # a lazy one-time initialisation
-    "_cache = None\ndef fetch_user(uid):\n    global _cache\n    if _cache is None:\n"
-    "        _cache = requests.get('http://users', timeout=5).json()\n    return _cache[uid]\n",
+    ("_cache = None\ndef fetch_user(uid):\n    global _cache\n    if _cache is None:\n"
+     "        _cache = requests.get('http://users', timeout=5).json()\n    return _cache[uid]\n"),
     # cached: the body runs once per argument
-    "import functools\n@functools.lru_cache\ndef fetch_user(uid):\n"
-    "    return requests.get(f'http://users/{uid}', timeout=5).json()\n",
+    ("import functools\n@functools.lru_cache\ndef fetch_user(uid):\n"
+     "    return requests.get(f'http://users/{uid}', timeout=5).json()\n"),
     # the blocking line is suppressed inside the helper: every chain through it is silent
     "def fetch_user(uid):\n    return requests.get(f'http://users/{uid}', timeout=5).json()  # noqa: LLM004, LLM003\n",
 ])
