@@ -557,3 +557,22 @@ def test_an_import_relative_to_a_folder_inside_the_package_resolves_as_a_last_re
             return fetch_user(uid)
         """})
     assert found(scan(root)) == [("backend/server/app.py", 8, "LLM004"), ("backend/server/utils.py", 5, "LLM003")]
+
+
+def test_a_context_verdict_may_name_several_flags_and_a_bad_one_names_the_file(tmp_path):
+    import shutil
+
+    from llmdoctor.errors import UserError
+    from llmdoctor.scan.catalog import load_catalog, shipped_rules_dir
+    from llmdoctor.scan.project.link import _verdict_flags
+
+    assert _verdict_flags("if repeats or concurrent") == ["repeats", "concurrent"]
+    rules = tmp_path / "rules"
+    shutil.copytree(shipped_rules_dir(), rules)
+    spec = rules / "llm003.yaml"
+    text = spec.read_text()
+    spec.write_text(text.replace('unknown: "if repeats"', 'unknown: "if repeats or dropped"'))
+    assert load_catalog(shipped_dir=rules).rules["LLM003"].contexts["unknown"] == "if repeats or dropped"
+    spec.write_text(text.replace('unknown: "if repeats"', 'unknown: "if repeats or"'))
+    with pytest.raises(UserError, match=r"llm003\.yaml.*contexts\.unknown"):
+        load_catalog(shipped_dir=rules)

@@ -8,8 +8,7 @@ Two shapes, inside a function:
 
 Whether the function runs per request is the project model's answer (its execution context, the YAML's
 `contexts:`): on a serving path, in any module, it is reported with the chain from the entry point; in
-unknown code only where the calls visibly repeat (a loop that does not sleep: the `repeats` flag) or in a
-coroutine (`coroutine`: async code runs on an event loop serving something).
+unknown code only where the calls visibly repeat (a loop that does not sleep: the `repeats` flag).
 The rule decides the local part, by value flow when the function is left: an object stored somewhere that
 outlives the call (an attribute or subscript, a global, a storing method such as `registry.add(c)`, a
 closure) is a reused client, not a per-call one; one that is returned makes the function a factory, which is
@@ -319,7 +318,7 @@ class ClientPerCall(Rule):
                 f"`{shown}()` builds and tears down a connection pool on every call of {where}{cost}",
                 statement=candidate.statement, function=candidate.function,
                 fix=f"send it through one shared {shared} created at module level or at app startup",
-                call=candidate.callee, repeats=repeats, coroutine=scope.is_async,
+                call=candidate.callee, repeats=repeats,
             )
             return
         receiver = self._knowledge.receivers[candidate.callee]
@@ -336,7 +335,7 @@ class ClientPerCall(Rule):
             message = (f"`{shown}()` builds a new client (its own connection pool) on every call of {where} and "
                        f"drops it: each call pays the setup and opens new connections (no keep-alive){cost}")
         self.report(candidate.call, message, statement=candidate.statement, function=candidate.function,
-                    fix=fix, call=candidate.callee, repeats=repeats, coroutine=scope.is_async)
+                    fix=fix, call=candidate.callee, repeats=repeats)
 
 
 def _closure(escaped: set[str], sources: dict[str, set[str]]) -> set[str]:
