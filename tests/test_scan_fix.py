@@ -162,6 +162,23 @@ def test_unsafe_fixes_need_the_policy():
     assert "(await asyncio.to_thread(requests.get, url, timeout=5)).json()" in fix(code).fixed
 
 
+def test_a_missing_timeout_stays_reported_after_to_thread_moves_the_call():
+    """LLM006 reads `asyncio.to_thread(requests.get, url)` as the call it makes: without a `fix-timeout` the
+    moved call is still reported (at the to_thread call), and a later run with one adds it there."""
+    code = '''\
+        import requests
+        async def f(url):
+            return requests.get(url).json()
+    '''
+    outcome = fix(code, FixPolicy(unsafe=True))
+    assert "(await asyncio.to_thread(requests.get, url)).json()" in outcome.fixed
+    assert remaining(outcome) == [("LLM006", 5)]  # after the `import asyncio` added
+    assert [(s.rule, s.kind) for s in outcome.skipped] == [("LLM006", "timeout")]
+    later = fix(outcome.fixed, ALL)
+    assert "(await asyncio.to_thread(requests.get, url, timeout=30)).json()" in later.fixed
+    assert remaining(later) == []
+
+
 # ----------------------------------------------------------------------------- LLM004 to_thread (unsafe)
 
 

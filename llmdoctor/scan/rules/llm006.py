@@ -4,6 +4,7 @@ rules/sdk-*.yaml; see docs/sdk-knowledge.md).
 Reported: a call of a library whose timeout entry says `missing_is_finding` (requests: module functions and
 `Session` request methods) without the timeout keyword; a literal `timeout=None` where `none_disables`
 (constructors unless `constructor: false` / `constructor_none_disables: false`; calls when `per_call`).
+`asyncio.to_thread(f, *args, **kwargs)` is read as the call `f(*args, **kwargs)` and reported where it is.
 Not reported: a timeout passed as any expression or possibly through `*args`/`**kwargs`; requests `Session`
 calls in a module that defines its own `HTTPAdapter` subclass or patches `session.request` (a default
 timeout is the usual reason). Where it runs (test modules, scripts) is the project model's context and the
@@ -40,6 +41,17 @@ def _gate(knowledge: ClientKnowledge) -> tuple[NameIndex | None, re.Pattern | No
     gap = r"(?:[\s\\]|#[^\n]*)*"  # blanks, line continuations and comments inside a call's parentheses
     none_literal = (re.compile(rf"\b(?:{'|'.join(map(re.escape, kwargs))}){gap}={gap}None\b") if kwargs else None)
     return (NameIndex(missing) if missing else None), none_literal
+
+
+THREAD_OFFLOAD = "asyncio.to_thread"  # to_thread(func, /, *args, **kwargs): func(*args, **kwargs) in a thread
+
+
+def offloaded_call(node: cst.Call) -> cst.Call | None:
+    """The call `asyncio.to_thread(f, *args, **kwargs)` makes, `f(*args, **kwargs)` (a node outside the tree:
+    its arguments are the tree's), or None when `f` is not the first positional argument."""
+    if not node.args or node.args[0].keyword is not None or node.args[0].star:
+        return None
+    return cst.Call(func=node.args[0].value, args=node.args[1:])
 
 
 class HttpCallWithoutTimeout(Rule):
@@ -104,11 +116,22 @@ class HttpCallWithoutTimeout(Rule):
         callee = self.context.callee_name(node)
         if callee is None:
             return
+        if callee == THREAD_OFFLOAD:  # `asyncio.to_thread(requests.get, url)` calls requests.get(url)
+            inner = offloaded_call(node)
+            if inner is not None and (inner_callee := self.context.callee_name(inner)) is not None:
+                self._visit(node, inner, inner_callee)
+            return
+        self._visit(node, node, callee)
+
+    def _visit(self, node: cst.Call, call: cst.Call, callee: str) -> None:
+        """`call` (with `callee`, its qualified name) is checked; `node` is where it is reported (the same
+        call, or the `asyncio.to_thread(...)` that makes it: the timeout keyword goes there too)."""
         knowledge = self._knowledge
-        shown = dotted_name(node.func) or callee
+        shown = dotted_name(call.func) or callee
         library = knowledge.module_functions.get(callee)
         if library is not None:
-            self._check(node, shown, library.name, dict(library.timeout), missing_applies=True, session=False)
+            self._check(node, call, shown, library.name, dict(library.timeout), missing_applies=True,
+                        session=False)
             return
         receiver = knowledge.receivers.get(callee)
         if receiver is not None:
@@ -116,7 +139,7 @@ class HttpCallWithoutTimeout(Rule):
             if (receiver.is_module or not timeout.get("constructor", True)
                     or not timeout.get("constructor_none_disables", True)):
                 return
-            self._check(node, shown, callee, timeout, missing_applies=False, session=False, configures=True)
+            self._check(node, call, shown, callee, timeout, missing_applies=False, session=False, configures=True)
             return
         found = knowledge.receiver_of(callee)
         if found is None:
@@ -132,18 +155,18 @@ class HttpCallWithoutTimeout(Rule):
                 return
         elif receiver.is_module and knowledge.sdk.lookup(callee) is None:
             return
-        self._check(node, shown, receiver.name, {**timeout, "kwarg": kwarg},
+        self._check(node, call, shown, receiver.name, {**timeout, "kwarg": kwarg},
                     missing_applies=methods is not None, session=True)
 
-    def _check(self, node: cst.Call, shown: str, owner: str, timeout: dict, *, missing_applies: bool,
-               session: bool, configures: bool = False) -> None:
-        """`configures`: the call builds a client (its timeout holds for every request made through it, wherever
-        the client is built)."""
+    def _check(self, node: cst.Call, call: cst.Call, shown: str, owner: str, timeout: dict, *,
+               missing_applies: bool, session: bool, configures: bool = False) -> None:
+        """`call`'s arguments are checked, the finding is reported at `node`. `configures`: the call builds a
+        client (its timeout holds for every request made through it, wherever the client is built)."""
         kwarg = timeout.get("kwarg")
         if not kwarg:
             return
         value = None
-        for arg in node.args:
+        for arg in call.args:
             if arg.star:
                 return  # the timeout may arrive through *args / **kwargs
             if arg.keyword is not None and arg.keyword.value == kwarg:
