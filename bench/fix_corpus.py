@@ -102,6 +102,7 @@ def prove(corpus: Path, llmdoctor: list[str], ruff: list[str] | None, timeout: s
     noqa_proc = run([*llmdoctor, "scan", ".", "--isolated", "--no-cache", "--add-noqa", "--format", "json"], noqa)
     noqa_data = json.loads(noqa_proc.stdout) if noqa_proc.stdout.strip().startswith("{") else {}
     rescan = run([*llmdoctor, "scan", ".", "--isolated", "--no-cache"], noqa)
+    rescan_data, _ = scan_json(llmdoctor, noqa)
     ruff_result = None
     if ruff:  # what RUF100 says about the noqa'd tree that it did not say about the original
         def ruf100(tree: Path) -> set[str]:
@@ -124,6 +125,10 @@ def prove(corpus: Path, llmdoctor: list[str], ruff: list[str] | None, timeout: s
         "noqa_added": noqa_data.get("added"), "noqa_files": len(noqa_data.get("files", [])),
         "noqa_unsilenced": len(noqa_data.get("unsilenced", [])),
         "rescan_after_noqa_exit": rescan.returncode, "rescan_after_noqa_tail": rescan.stdout.strip()[-300:],
+        "rescan_after_noqa_findings": rescan_data["summary"]["findings"],
+        # exit 2 where a file of the original could not be checked either (a syntax error for this Python)
+        "inputs_not_checked_before": len(before.get("errors", [])),
+        "inputs_not_checked_after_noqa": len(rescan_data.get("errors", [])),
         "ruff_rf100": ruff_result,
     }
     if keep:
@@ -155,6 +160,9 @@ def main() -> None:
     totals["fixed_files_not_compiling"] = sum(len(r["fixed_files_not_compiling"]) for r in results)
     totals["second_fix_changed_files"] = sum(len(r["second_fix_changed_files"]) for r in results)
     totals["rescans_after_noqa_not_clean"] = sum(1 for r in results if r["rescan_after_noqa_exit"] != 0)
+    totals["rescan_after_noqa_findings"] = sum(r["rescan_after_noqa_findings"] for r in results)
+    totals["rescans_with_new_unchecked_inputs"] = sum(
+        1 for r in results if r["inputs_not_checked_after_noqa"] > r["inputs_not_checked_before"])
     totals["ruff_rf100_new_diagnostics"] = sum(r["ruff_rf100"]["new_diagnostics"] for r in results if r["ruff_rf100"])
     print("TOTAL", json.dumps(totals, indent=2))
     if args.json:
