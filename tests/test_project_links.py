@@ -576,3 +576,46 @@ def test_a_context_verdict_may_name_several_flags_and_a_bad_one_names_the_file(t
     spec.write_text(text.replace('unknown: "if repeats"', 'unknown: "if repeats or"'))
     with pytest.raises(UserError, match=r"llm003\.yaml.*contexts\.unknown"):
         load_catalog(shipped_dir=rules)
+
+
+def test_llm001_a_stream_false_chosen_against_a_stream_flag_is_not_a_finding(tmp_path):
+    root = write(tmp_path, {"app.py": """
+        from fastapi import FastAPI
+        from openai import OpenAI
+        app = FastAPI()
+        client = OpenAI()
+
+        @app.post("/chat")
+        def chat(q: str, stream: bool = False):
+            messages = [{"role": "user", "content": q}]
+            if stream:
+                return client.chat.completions.create(model="m", messages=messages, stream=True)
+            return client.chat.completions.create(model="m", messages=messages, stream=False)
+
+        @app.post("/answer")
+        def answer(q: str):
+            return client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
+        """})
+    assert found(scan(root), "LLM001") == [("app.py", 16, "LLM001")]
+
+
+def test_llm005_payloads_collected_with_append_and_modules_calling_a_model_over_http(tmp_path):
+    root = write(tmp_path, {"app.py": """
+        import logging
+        import httpx
+        from fastapi import FastAPI
+        app = FastAPI()
+        log = logging.getLogger("app")
+        http = httpx.AsyncClient(base_url="http://vllm:8000")
+
+        @app.post("/chat")
+        async def chat(turns: list[str]):
+            messages = []
+            for turn in turns:
+                messages.append({"role": "user", "content": turn})
+            log.info("request: %s", messages)
+            reply = await http.post("/v1/chat/completions", json={"model": "m", "messages": messages})
+            log.info("sent %d messages", len(messages))
+            return reply.json()
+        """})
+    assert found(scan(root), "LLM005") == [("app.py", 14, "LLM005")]
