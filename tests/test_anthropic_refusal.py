@@ -11,7 +11,7 @@ from llmdoctor.scan.engine import analyze_source
 from llmdoctor.scan.settings import ScanConfig
 
 anthropic = pytest.importorskip("anthropic")
-from anthropic import _constants  # noqa: E402
+from anthropic import _constants
 
 CATALOG = load_catalog()
 REFUSAL = CATALOG.knowledge["sdk-anthropic"]["nonstreaming_refusal"]
