@@ -5,10 +5,11 @@ It answers, for any function of the project:
 - what each of its calls reaches (`resolve`): a project function or class, or a library name (`httpx.Client.get`);
 - its execution context (`context_of`): **serving** (reached from a request entry point, with the entry and the
   chain of calls), **worker** (reached from a queued job only), **run-once** (from a `__main__` block, an
-  `asyncio.run` target, a CLI command, a startup hook, module level), **offline** (a test module), or
-  **unknown** (library code nobody in the project calls);
+  `asyncio.run` target, a CLI command, a startup hook, module level), **offline** (a test module, an example
+  nobody serves), or **unknown** (library code nobody in the project calls);
 - whether it blocks (`blocking_chain`): a sync function that calls a blocking library function, directly or
-  through further sync project functions, not under a lazy-initialisation guard, not cached.
+  through further sync project functions, not under a lazy-initialisation guard, not cached, not under a
+  switch the caller leaves off.
 
 Knowledge comes from the catalog: entry points (rules/entrypoints.yaml), blocking calls (rules/llm004.yaml),
 sync SDK generation calls (rules/sdk-*.yaml), threads that take a callable (rules/common.yaml).
@@ -164,7 +165,7 @@ class ProjectModel:
         self.once |= {node.id for node in self.nodes if node.cached}
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
-        self._concurrent = self._concurrent_programs()
+        self._concurrent = self._running_beside_other_work()
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
 
     # ------------------------------------------------------------------ questions
@@ -803,7 +804,7 @@ class ProjectModel:
             memo = self._interactive_set = self._reach(interactive, through_cached=False)[0]
         return node_id in memo
 
-    def _concurrent_programs(self) -> set[int]:
+    def _running_beside_other_work(self) -> set[int]:
         """Nodes that run beside other work on their event loop: every coroutine spawned as a task, gathered
         or handed to a server (entrypoints.yaml `spawn`), with what it calls."""
         return self._reach(sorted(self.spawned))[0]
