@@ -185,7 +185,8 @@ def read_input(prompt: str) -> str:
 
 def test_real_code_near_misses():
     """From khoj (processor/conversation/*/utils.py): an error text unpacked into a payload-like name, and a
-    message logged only when its content is empty, are not the user's text."""
+    message logged only when its content is empty, are not the user's text; a WARNING or ERROR in a branch
+    or an except handler reports what went wrong (the last message before a retry), not every call."""
     check(HEAD + """
 def generate(messages, handle_error, is_none_or_empty):
     try:
@@ -193,14 +194,18 @@ def generate(messages, handle_error, is_none_or_empty):
     except Exception as e:
         response_text, _ = handle_error(e.args)
         logger.warning("prevented: %s", response_text)
-        logger.warning("last message: %s", messages[-1].content)  # hit
+        logger.warning("last message: %s", messages[-1].content)
+    if not response_text:
+        logger.warning("no response; last message: %s", messages[-1].content)
+        raise ValueError("empty response: retry")
     for message in messages:
         if is_none_or_empty(message.content):
             logger.error("dropping message with empty content: %s", message)
         if not message.content:
             logger.error("dropping message with empty content: %s", message)
         else:
-            logger.error("keeping message: %s", message)  # hit
+            logger.info("keeping message: %s", message)  # hit
+    logger.warning("messages: %s", messages)  # hit
 """)
 
 

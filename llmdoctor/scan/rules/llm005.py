@@ -102,6 +102,8 @@ class UnsampledPayloadLogging(Rule):
         self._prompt_args: dict[int, dict[str, Value]] = {}  # def id -> names passed as prompts
         self._blocks: list[bool] = [False]  # per block: runs under a sampling guard
         self._guarded_bodies: set[int] = set()
+        self._branch_bodies: set[int] = set()  # bodies of if/elif/else and except handlers
+        self._branches: list[bool] = [False]  # per block: inside such a body
         self._empty_bodies: dict[int, set[str]] = {}  # body id -> names the `if` found empty
         self._empty: list[set[str]] = []
         self._late_imports: set[str] = set()
@@ -300,6 +302,9 @@ class UnsampledPayloadLogging(Rule):
     # ------------------------------------------------------------------ sampling guards
 
     def visit_If(self, node: cst.If) -> None:
+        self._branch_bodies.add(id(node.body))
+        if isinstance(node.orelse, cst.Else):
+            self._branch_bodies.add(id(node.orelse.body))
         empty = _tested_empty(node.test)
         if empty:
             self._empty_bodies[id(node.body)] = empty
@@ -311,6 +316,9 @@ class UnsampledPayloadLogging(Rule):
         if node.orelse is None and isinstance(last, cst.SimpleStatementLine) and last.body and isinstance(
                 last.body[-1], (cst.Return, cst.Continue, cst.Raise)):
             self._blocks[-1] = True  # `if random.random() > RATE: return` -> the rest of the block is sampled
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._branch_bodies.add(id(node.body))
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._enter_block(node)
@@ -326,10 +334,12 @@ class UnsampledPayloadLogging(Rule):
 
     def _enter_block(self, node: cst.BaseSuite) -> None:
         self._blocks.append(id(node) in self._guarded_bodies)
+        self._branches.append(id(node) in self._branch_bodies)
         self._empty.append(self._empty_bodies.get(id(node), set()))
 
     def _leave_block(self, node: cst.BaseSuite) -> None:
         self._blocks.pop()
+        self._branches.pop()
         self._empty.pop()
 
     def _guarded(self) -> bool:
@@ -369,6 +379,8 @@ class UnsampledPayloadLogging(Rule):
         shown, level, skip_first = sink
         if level < self.sinks.min_level or self._guarded():
             return
+        if level >= self.sinks.error_path_level and any(self._branches):
+            return  # `if not reply: logger.warning(...); raise`: logged when something went wrong
         args = [arg for arg in node.args if not arg.star
                 and not (arg.keyword is not None and arg.keyword.value in NOT_LOGGED_KEYWORDS)]
         if skip_first and args and args[0].keyword is None:

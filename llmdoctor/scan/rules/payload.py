@@ -61,6 +61,7 @@ def _glob_regex(globs) -> re.Pattern | None:
 @dataclass(frozen=True)
 class LoggingKnowledge:
     min_level: int
+    error_path_level: int  # at or above it, a log in a branch or an except handler is an error report
     functions: dict  # qualified function -> level number, or None (level is the first argument)
     print_modules: frozenset
     logger_factories: frozenset
@@ -120,6 +121,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
             raise UserError(f"rules file {KNOWLEDGE_STEM}.yaml: key '{key}': must be a mapping")
     return LoggingKnowledge(
         min_level=_level("log_sinks.min_level", sinks.get("min_level", "INFO")),
+        error_path_level=_level("log_sinks.error_path_level", sinks.get("error_path_level", "CRITICAL")),
         functions={name: _level(f"log_sinks.functions.{name}", level)
                    for name, level in (sinks.get("functions") or {}).items()},
         print_modules=frozenset(sinks.get("print_is_logging_in") or ()),
