@@ -517,6 +517,8 @@ def test_a_batch_script_blocks_no_one_before_or_after_its_gather(tmp_path):
     ("Tool(lookup, synthesize=True)", [8]),
     ("Tool(lookup, None, True)", [8]),
     ("Tool(lookup, **options)", [8]),  # it may be on
+    ("Tool(lookup).load()", []),  # `elif path is not None:` with path=None kept
+    ("Tool(lookup).load(path='x.json')", [8]),
 ])
 def test_a_step_under_a_switch_the_caller_leaves_off_is_not_followed(tmp_path, call, expected):
     root = write(tmp_path, {"tools.py": f"""
@@ -537,6 +539,13 @@ def test_a_step_under_a_switch_the_caller_leaves_off_is_not_followed(tmp_path, c
             def synthesize_schema(self):
                 time.sleep(0.5)
                 return {{}}
+
+            def load(self, data=b"", path=None):
+                if data:
+                    return data
+                elif path is not None:
+                    time.sleep(0.5)
+                return b""
 
         def lookup(q):
             return q

@@ -561,12 +561,20 @@ class _Reader:
         self.block(node.orelse)
 
     def _switches_tested(self, test: ast.expr) -> list[str]:
-        """`if synthesize:` / `if synthesize and model is None:`: the body runs only when the switch is on."""
+        """`if synthesize:` / `elif path is not None:` / `if synthesize and model is None:`: the body runs only
+        when the switch is on."""
         if self.scope.kind != "function":
             return []
         switches = self.scope.function.switches
         operands = test.values if type(test) is ast.BoolOp and type(test.op) is ast.And else [test]
-        return [o.id for o in operands if type(o) is ast.Name and o.id in switches]
+        names = []
+        for operand in operands:
+            if type(operand) is ast.Compare and len(operand.ops) == 1 and type(operand.ops[0]) is ast.IsNot \
+                    and type(operand.comparators[0]) is ast.Constant and operand.comparators[0].value is None:
+                operand = operand.left
+            if type(operand) is ast.Name and operand.id in switches:
+                names.append(operand.id)
+        return names
 
     def _key(self, name: str) -> str:
         parent = self.scope.function.key if self.scope.kind == "function" else (
