@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from llmdoctor.scan.codefacts import NODE_FIELDS
 
 BUILTIN_NAMES = frozenset(dir(builtins))
-# a comment that may silence an llmdoctor finding: `# noqa` alone, one naming an LLM code, `# llmdoctor: ...`
+# a comment that may silence an llmdoctor finding: a bare noqa, a noqa naming an LLM code, `llmdoctor: ...`
 _SUPPRESSION_HINT = re.compile(r"#\s*noqa(?!\s*:)|#\s*noqa\s*:[^\n]*\bLLM|llmdoctor:", re.IGNORECASE)
 MODULE_KEY = ""  # the pseudo-function of module-level code (and class bodies): runs at import
 
