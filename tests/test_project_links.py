@@ -628,3 +628,36 @@ def test_llm005_payloads_collected_with_append_and_modules_calling_a_model_over_
             return reply.json()
         """})
     assert found(scan(root), "LLM005") == [("app.py", 14, "LLM005")]
+
+
+@pytest.mark.parametrize(("call", "expected"), [
+    ("Session()", []),  # __init__ stores the False default; _prepare's `if self.specify:` is off
+    ("Session(specify=False)", []),
+    ("Session(specify=True)", [8]),
+    ("SHARED._prepare()", [8]),  # an object built elsewhere: its attribute is not known here
+    ("Session(specify=True, prepare=False)", []),  # a True default turned off by the call
+    ("Session(specify=True, prepare=True)", [8]),
+])
+def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tmp_path, call, expected):
+    root = write(tmp_path, {"agents.py": f"""
+        import time
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        @app.post("/session")
+        async def start():
+            return {call}
+
+        class Session:
+            def __init__(self, specify=False, prepare=True):
+                self.specify = specify
+                if prepare:
+                    self._prepare()
+
+            def _prepare(self):
+                if self.specify:
+                    time.sleep(0.5)
+
+        SHARED = Session()
+        """})
+    assert [f.line for f in scan(root) if f.rule == "LLM004"] == expected

@@ -110,26 +110,35 @@ class Function:
     returns: str | None = None
     returns_items: list[str | None] | None = None
     generator: bool = False  # holds a `yield`: calling it runs nothing until the generator is iterated
-    # switches: parameters with a literal False / None / 0 / "" default (name -> position after self/cls,
-    # -1 keyword-only); code under `if switch:` runs only for callers that turn it on
-    switches: dict[str, int] = field(default_factory=dict)
+    # switches: parameters with a literal bool / None / 0 / "" default: name -> [position after self/cls (-1:
+    # keyword-only), 1 when the default is on]; code under `if switch:` runs only for callers that leave it on
+    switches: dict[str, list[int]] = field(default_factory=dict)
+    # in `__init__`: attributes set straight from a switch (`self.specify = specify`) -> the switch; a method's
+    # `if self.specify:` is then off for the objects built with it off
+    switch_attributes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
-                self.returns_items, self.generator, self.switches]
+                self.returns_items, self.generator, self.switches, self.switch_attributes]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
-        key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches = data
+        (key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches,
+         switch_attributes) = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
                 and type(generator) is bool and type(switches) is dict
-                and all(type(k) is str and type(v) is int for k, v in switches.items())):
+                and all(type(k) is str and type(v) is list and len(v) == 2 and all(type(x) is int for x in v)
+                        for k, v in switches.items())
+                and type(switch_attributes) is dict
+                and all(type(k) is str and type(v) is str for k, v in switch_attributes.items())):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
-                   [Call.from_json(c) for c in calls], returns, items, generator, dict(switches))
+                   [Call.from_json(c) for c in calls], returns, items, generator,
+                   {k: list(v) for k, v in switches.items()},
+                   dict(switch_attributes))
 
 
 @dataclass(slots=True)
@@ -427,6 +436,7 @@ class _Reader:
             value = self.value_ref(node.value)
             for target in node.targets:
                 self.assign(target, value)
+                self._note_switch_attribute(target, node.value)
         elif kind is ast.AnnAssign:
             self.expressions([node.value])
             value = self.value_ref(node.value) if node.value is not None else None
@@ -519,6 +529,16 @@ class _Reader:
         else:
             self.expressions([target])
 
+    def _note_switch_attribute(self, target: ast.expr, value: ast.expr) -> None:
+        """`self.specify = specify` in `__init__`, where `specify` is a switch."""
+        if self.scope.kind != "function" or self.scope.function.name != "__init__":
+            return
+        function = self.scope.function
+        if type(target) is ast.Attribute and type(target.value) is ast.Name and \
+                self.scope.bindings.get(target.value.id) == "S:" and type(value) is ast.Name and \
+                value.id in function.switches:
+            function.switch_attributes[target.attr] = value.id
+
     def _note_attribute(self, target: ast.Attribute, value: str | None) -> None:
         """`self.x = ...` in a method types `self.x` for every method of the class."""
         if type(target.value) is not ast.Name:
@@ -574,6 +594,9 @@ class _Reader:
                 operand = operand.left
             if type(operand) is ast.Name and operand.id in switches:
                 names.append(operand.id)
+            elif type(operand) is ast.Attribute and type(operand.value) is ast.Name and \
+                    self.scope.bindings.get(operand.value.id) == "S:":
+                names.append("self." + operand.attr)  # decided by the object (its `__init__` may say how)
         return names
 
     def _key(self, name: str) -> str:
@@ -1012,14 +1035,19 @@ def _is_falsy_literal(node: ast.expr) -> bool:
     return type(node) is ast.Constant and node.value in (False, None, 0, "") and type(node.value) is not float
 
 
-def _switches(arguments: ast.arguments, bound: bool) -> dict[str, int]:
-    """Parameters with a literal falsy default: name -> position (after self/cls; -1 keyword-only)."""
+def _switches(arguments: ast.arguments, bound: bool) -> dict[str, list[int]]:
+    """Parameters with a literal bool / None / 0 / "" default: name -> [position (after self/cls; -1
+    keyword-only), 1 when the default is on (`True`)]."""
     positional = [*arguments.posonlyargs, *arguments.args]
-    out: dict[str, int] = {}
+    out: dict[str, list[int]] = {}
     for arg, default in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
-        if _is_falsy_literal(default):
-            out[arg.arg] = positional.index(arg) - (1 if bound else 0)
+        if _is_falsy_literal(default) or _is_true_literal(default):
+            out[arg.arg] = [positional.index(arg) - (1 if bound else 0), int(_is_true_literal(default))]
     for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
-        if default is not None and _is_falsy_literal(default):
-            out[arg.arg] = -1
+        if default is not None and (_is_falsy_literal(default) or _is_true_literal(default)):
+            out[arg.arg] = [-1, int(_is_true_literal(default))]
     return out
+
+
+def _is_true_literal(node: ast.expr) -> bool:
+    return type(node) is ast.Constant and node.value is True

@@ -167,6 +167,7 @@ class ProjectModel:
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
+        self._guards: dict[int, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------ questions
 
@@ -820,6 +821,7 @@ class ProjectModel:
         if self._blocks is not None:
             return self._blocks
         blocks: dict[int, tuple[Call, int | None, Blocking | None]] = {}
+        guards: dict[int, tuple[str, ...]] = {}  # the switches each one's blocking step needs on
         callers: dict[int, list[tuple[int, Call]]] = {}
         queue: deque[int] = deque()
         for node in self.nodes:
@@ -834,8 +836,9 @@ class ProjectModel:
                 found = self.blocking_call(node.id, call)
                 if found is not None and not (setup and found.file_io) and \
                         not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
-                    if node.id not in blocks or (blocks[node.id][0].guards and not call.guards):
+                    if node.id not in blocks or (guards[node.id] and not call.guards):
                         blocks[node.id] = (call, None, found)
+                        guards[node.id] = call.guards
                     if not call.guards:
                         break
             if node.id in blocks:
@@ -843,40 +846,60 @@ class ProjectModel:
         terminal = {node_id: blocks[node_id][2] for node_id in queue}
         while queue:
             current = queue.popleft()
-            guards = blocks[current][0].guards
             for caller, call in callers.get(current, ()):
                 if terminal[current].file_io and self._is_setup(caller):
                     continue
-                if guards and self.switched_off(call, current, guards):
-                    continue
+                needs = self._guards_through(caller, call, current, guards[current])
+                if needs is None:
+                    continue  # the call leaves the step's switch off
                 known = blocks.get(caller)
-                if known is None or (known[0].guards and not call.guards):
+                if known is None or (guards[caller] and not needs):
                     blocks[caller] = (call, current, None)
+                    guards[caller] = needs
                     terminal[caller] = terminal[current]
                     queue.append(caller)
         self._blocks = blocks
+        self._guards = guards
         return blocks
 
+    def _guards_through(self, caller: int, call: Call, callee: int, needs: tuple[str, ...]) -> tuple[str, ...] | None:
+        """What the caller's blocking through `call` still depends on: its own switches around the call, and
+        the callee's `self.` switches (decided by the object: `__init__` turns them into its parameters);
+        None where the call turns a switch off."""
+        switches = tuple(n for n in needs if not n.startswith("self."))
+        if switches and self.switched_off(call, callee, switches):
+            return None
+        out = list(call.guards)
+        inner, outer = self.nodes[callee].function, self.nodes[caller].function
+        if outer.owner is not None and outer.owner == inner.owner:  # `self.m()` within the class
+            for name in needs:
+                if name.startswith("self."):
+                    attribute = name[len("self."):]
+                    out.append(outer.switch_attributes.get(attribute, name) if outer.name == "__init__" else name)
+        return tuple(dict.fromkeys(out))
+
     def switched_off(self, call: Call, callee: int, guards: tuple[str, ...]) -> bool:
-        """Whether `call` leaves one of the callee's `guards` off: it neither passes the switch (by keyword
-        or position) nor `*args`/`**kwargs`, or passes it a literal False / None / 0 / ""."""
+        """Whether `call` turns one of the callee's `guards` off: it passes the switch a literal False / None /
+        0 / "", or leaves out a switch whose default is off (passing neither it, nor `*args`/`**kwargs`)."""
         switches = self.nodes[callee].function.switches
         for name in guards:
-            position = switches.get(name)
-            if position is None:
+            found = switches.get(name)
+            if found is None:
                 continue
+            position, default_on = found
             if name in call.falsy or (position >= 0 and str(position) in call.falsy):
                 return True
             passed = name in call.keywords or "**" in call.keywords or call.positional < 0 or \
                 (position >= 0 and call.positional > position)
-            if not passed:
+            if not passed and not default_on:
                 return True
         return False
 
     def blocking_chain_for(self, call: Call, callee: int) -> list[tuple[int, Call, Blocking]] | None:
         """`blocking_chain(callee)` as `call` runs it: None where the call leaves the step's switch off."""
         chain = self.blocking_chain(callee)
-        if chain and chain[0][1].guards and self.switched_off(call, callee, chain[0][1].guards):
+        switches = tuple(n for n in self._guards.get(callee, ()) if not n.startswith("self."))
+        if chain and switches and self.switched_off(call, callee, switches):
             return None
         return chain
 
