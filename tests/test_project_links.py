@@ -661,3 +661,19 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
         SHARED = Session()
         """})
     assert [f.line for f in scan(root) if f.rule == "LLM004"] == expected
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("entrypoints:\n  run_once:\n    registrations:\n      - {calls: [mylib.run], argument: 0, in_caller: 'yes'}\n",
+     "key 'entrypoints.run_once.registrations[0]': 'in_caller' must be true or false"),
+    ("entrypoints:\n  offline:\n    example_paths: [3]\n", "key 'entrypoints.offline.example_paths': must be a list"),
+    ("entrypoints:\n  run_once:\n    concurrency: [mylib.serve]\n", "unknown key 'concurrency'"),
+    ("tables:\n  setup_functions: [1]\n", "key 'tables.setup_functions[0]'"),
+])
+def test_bad_project_knowledge_in_rules_dir_names_the_file_and_key(cli, tmp_path, text, message):
+    root = write(tmp_path, {"app.py": "async def main():\n    pass\n"})
+    (root / "rules").mkdir()
+    (root / "rules" / "mine.yaml").write_text("kind: tables\nname: mine\n" + text)
+    result = cli("scan", "--no-cache", "--rules-dir", "rules", "app.py", cwd=root)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "mine.yaml" in result.stderr and message in result.stderr

@@ -1039,15 +1039,13 @@ def _switches(arguments: ast.arguments, bound: bool) -> dict[str, list[int]]:
     """Parameters with a literal bool / None / 0 / "" default: name -> [position (after self/cls; -1
     keyword-only), 1 when the default is on (`True`)]."""
     positional = [*arguments.posonlyargs, *arguments.args]
+    first = len(positional) - len(arguments.defaults)  # the first parameter with a default
+    shift = 1 if bound else 0
+    candidates = [(arg, default, first + index - shift)
+                  for index, (arg, default) in enumerate(zip(positional[first:], arguments.defaults))]
+    candidates += [(arg, default, -1) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults)]
     out: dict[str, list[int]] = {}
-    for arg, default in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
-        if _is_falsy_literal(default) or _is_true_literal(default):
-            out[arg.arg] = [positional.index(arg) - (1 if bound else 0), int(_is_true_literal(default))]
-    for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
-        if default is not None and (_is_falsy_literal(default) or _is_true_literal(default)):
-            out[arg.arg] = [-1, int(_is_true_literal(default))]
+    for arg, default, position in candidates:
+        if type(default) is ast.Constant and (default.value is True or _is_falsy_literal(default)):
+            out[arg.arg] = [position, int(default.value is True)]
     return out
-
-
-def _is_true_literal(node: ast.expr) -> bool:
-    return type(node) is ast.Constant and node.value is True
