@@ -2,7 +2,8 @@
 
     python bench/precision/run.py                    # the dev set (what tuning looks at)
     python bench/precision/run.py --set holdout      # the holdout set (only at the end of a tuning round)
-    python bench/precision/run.py --set all          # both, reported separately
+    python bench/precision/run.py --set holdout2     # the second holdout set (round 4; not for tuning)
+    python bench/precision/run.py --set all          # every set, reported separately
     python bench/precision/run.py --project fschat   # one project (any set)
     options: --write-todo  --min-severity info|warning|error  --show-misses  --json FILE
              --llmdoctor CMD  --ruff CMD  --jobs N  --corpus DIR
@@ -46,6 +47,7 @@ sys.path.insert(0, str(HERE))
 from corpus import (
     DEFAULT_DEST,
     RULES,
+    SETS,
     Finding,
     Label,
     LabelError,
@@ -308,7 +310,7 @@ def append_todo(project: Project, todo: list[Finding], sources: Sources) -> int:
 def report(results: list[ProjectResult], args: argparse.Namespace, versions: str) -> dict:
     print(f"precision corpus — {versions}")
     summary: dict = {"versions": versions, "sets": {}}
-    for set_name in ("dev", "holdout"):
+    for set_name in SETS:
         members = [result for result in results if result.project.set == set_name]
         if not members:
             continue
@@ -386,7 +388,8 @@ def tool_version(command: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", choices=("dev", "holdout", "all"), default="dev")
+    parser.add_argument("--set", choices=(*SETS, "all"), default="dev",
+                        help="which set to measure (default: dev; all: every set, reported separately)")
     parser.add_argument("--project", action="append", default=[], help="only this project (repeatable)")
     parser.add_argument("--write-todo", action="store_true", help="append unjudged findings as verdict: todo")
     parser.add_argument("--min-severity", choices=tuple(SEVERITY_ORDER), default="info",
