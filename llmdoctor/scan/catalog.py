@@ -7,9 +7,10 @@ Sources, in order:
 
 Two file kinds:
 - a rule file: a check of `command: scan` (documentation, severity and examples as every check in
-  `llmdoctor.catalog`, validated by its `parse_check`), plus optional `prefilter` (literals that must all
-  occur in a file) and `tables` (name -> entries); check files of other commands (NGX..., KV...) are not
-  the scan engine's and are skipped;
+  `llmdoctor.catalog`, validated by its `parse_check`), plus optional `prefilter` (the declarative spec of
+  which files and bodies the rule can fire in: `Prefilter` below, derived into tests by prefilter.py),
+  `contexts` and `tables` (name -> entries); check files of other commands (NGX..., KV...) are not the scan
+  engine's and are skipped;
 - a knowledge file: `kind: tables` and no `id`, read by any rule (e.g. the SDK tables). Its optional
   `tables` key is validated like a rule's; the whole document is also kept as-is in
   `catalog.knowledge[<file stem>]` for rules with richer schemas (whose own code validates them).
@@ -117,6 +118,188 @@ class Table:
         return out
 
 
+# ----------------------------------------------------------------------------- the pre-filter spec
+#
+# A rule's `prefilter:` says, as data, what a file and a def/class body must hold for the rule to possibly
+# fire there; llmdoctor/scan/prefilter.py derives from it the text pre-filter, its second stage on what the
+# code spells out (CPython's ast) and the test of which bodies libcst must parse (regions.py). A name
+# SET is a table of the catalog (`tokenizer_constructors`) or one of KNOWLEDGE_SETS, read from the SDK /
+# HTTP / logging knowledge files (user additions from --rules-dir included). docs/scan-architecture.md.
+
+KNOWLEDGE_SETS = {
+    "sdk.calls": "every SDK method's qualified call name (rules/sdk-*.yaml)",
+    "sdk.unknown_chains": "method chains reported on any receiver (`chat.completions.create`): spelled whole",
+    "sdk.receivers": "SDK client constructors and modules",
+    "sdk.imports": "modules an SDK is imported from",
+    "http.pooled_clients": "constructors of clients that hold a connection pool (HTTP libraries, SDK clients)",
+    "http.module_functions": "module-level request functions (`requests.get`)",
+    "http.timeout_clients": "constructors and modules with a `timeout:` entry",
+    "http.timeout_required": "calls reported when the timeout keyword is missing (`missing_is_finding`)",
+    "http.timeout_keywords": "keywords whose literal None disables a timeout (`none_disables`)",
+}
+CHAIN_SETS = frozenset({"sdk.unknown_chains"})  # names matched on any receiver: the whole chain is the literal
+# code facts a condition may require, and the stages each one has a form for (prefilter.py `_text_fact`,
+# `_region_fact`)
+FACTS = {
+    "async_def": ("file", "region"),  # an `async def` (text: the word `async`)
+    "logging_sink": ("file", "region"),  # a call of a logging sink at a reported level (rules/sdk-logging.yaml)
+    "llm_literal": ("file",),  # a model's HTTP path or a quoted payload key, in a string literal
+    "payload": ("region",),  # a generation call, or a payload-like name, attribute or string key
+    "sdk_import_in_body": ("region",),  # the body imports an LLM SDK the module-level code does not
+}
+NAMES_ARE = ("callees", "receivers")
+_CONDITION_KEYS = ("names", "all", "any", "one_of", "keyword_none", "stores", "facts")
+_PREFILTER_KEYS = ("names_are", "region", *_CONDITION_KEYS)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Every part given must hold; an empty Condition holds everywhere."""
+
+    names: tuple[str, ...] = ()  # SETs: one of their names spelled out (each part a word) and, for a call
+    #                              rule (`names_are: callees`), a call in a body that can resolve to one
+    all: tuple[str, ...] = ()  # literals that must all occur as whole words
+    any: tuple[tuple[str, str], ...] = ()  # ("word", literal) / ("roots", SET): one of them as a whole word
+    one_of: tuple[Condition, ...] = ()  # one of these must hold
+    keyword_none: tuple[str, ...] = ()  # a keyword argument given a literal None (keywords, or SETs of them)
+    stores: tuple[str, ...] = ()  # bodies only: an attribute the body assigns (`x.request = ...`)
+    facts: tuple[str, ...] = ()  # FACTS that must all hold
+
+    def sets(self) -> list[str]:
+        found = [*self.names, *(value for kind, value in self.any if kind == "roots"),
+                 *(k for k in self.keyword_none if "." in k)]
+        for part in self.one_of:
+            found.extend(part.sets())
+        return found
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    file: Condition  # the text pre-filter and its second stage on the code
+    region: Condition  # a def or class body (regions.py); default: the file's `names`
+    names_are: str = "callees"  # receivers: a name begins the reported call (`requests.Session` -> `s.get()`)
+
+
+def _prefilter(path: Path, value: Any) -> Prefilter:
+    if not isinstance(value, dict):
+        raise _fail(path, "prefilter", "must be a mapping with keys among " + ", ".join(_PREFILTER_KEYS)
+                    + " (a list of literals that must all occur is written `all: [...]`)")
+    names_are = value.get("names_are", "callees")
+    if names_are not in NAMES_ARE:
+        raise _fail(path, "prefilter.names_are", f"must be one of {', '.join(NAMES_ARE)}")
+    file = _condition(path, "prefilter", {k: v for k, v in value.items() if k not in ("names_are", "region")},
+                      stage="file", allowed=_PREFILTER_KEYS)
+    if "region" in value:
+        region = _condition(path, "prefilter.region", value["region"], stage="region")
+    else:
+        region = Condition(names=file.names)
+    if not (file.names or region.names) and "names_are" in value:
+        raise _fail(path, "prefilter.names_are", "says how `names` are called, and no `names` are given")
+    return Prefilter(file=file, region=region, names_are=names_are)
+
+
+def _condition(path: Path, key: str, value: Any, *, stage: str, allowed=_CONDITION_KEYS) -> Condition:
+    if not isinstance(value, dict) or not value:
+        raise _fail(path, key, f"must be a non-empty mapping with keys among {', '.join(_CONDITION_KEYS)}")
+    for name in value:
+        if name not in allowed:
+            raise _fail(path, f"{key}.{str(name)[:40]}",
+                        f"unknown key{_close(str(name), allowed)}; allowed keys: {', '.join(allowed)}")
+
+    def strings(name: str) -> tuple[str, ...]:
+        items = value.get(name, [])
+        if not isinstance(items, list) or not items or not all(isinstance(i, str) and i.strip() for i in items):
+            raise _fail(path, f"{key}.{name}", "must be a non-empty list of non-empty strings")
+        return tuple(items)
+
+    def known_sets(name: str, items: tuple[str, ...]) -> tuple[str, ...]:
+        for index, item in enumerate(items):
+            _check_set(path, f"{key}.{name}[{index}]", item)
+        return items
+
+    parts: dict[str, Any] = {}
+    if "names" in value:
+        parts["names"] = known_sets("names", strings("names"))
+    if "all" in value:
+        parts["all"] = strings("all")
+    if "any" in value:
+        items = value["any"]
+        if not isinstance(items, list) or not items:
+            raise _fail(path, f"{key}.any", "must be a non-empty list of literals or {roots: SET} mappings")
+        found = []
+        for index, item in enumerate(items):
+            where = f"{key}.any[{index}]"
+            if isinstance(item, str) and item.strip():
+                found.append(("word", item))
+            elif isinstance(item, dict) and list(item) == ["roots"] and isinstance(item["roots"], str):
+                _check_set(path, f"{where}.roots", item["roots"])
+                found.append(("roots", item["roots"]))
+            else:
+                raise _fail(path, where, "must be a literal (a non-empty string) or {roots: SET}: the first part "
+                                         "of each name of the set")
+        parts["any"] = tuple(found)
+    if "keyword_none" in value:
+        items = strings("keyword_none")
+        for index, item in enumerate(items):
+            if "." in item:
+                _check_set(path, f"{key}.keyword_none[{index}]", item)
+            elif not item.isidentifier():
+                raise _fail(path, f"{key}.keyword_none[{index}]", "must be a keyword name or a SET of them")
+        parts["keyword_none"] = items
+    if "stores" in value:
+        if stage != "region":
+            raise _fail(path, f"{key}.stores", "applies to bodies only: write it under `prefilter.region`")
+        items = strings("stores")
+        if not all(item.isidentifier() for item in items):
+            raise _fail(path, f"{key}.stores", "must be a list of attribute names")
+        parts["stores"] = items
+    if "facts" in value:
+        items = strings("facts")
+        for index, item in enumerate(items):
+            stages = FACTS.get(item)
+            if stages is None:
+                raise _fail(path, f"{key}.facts[{index}]", f"unknown fact {brief(item)}{_close(item, FACTS)}; "
+                                                           f"known: {', '.join(FACTS)}")
+            if stage not in stages:
+                where = "under `prefilter.region`" if stage == "file" else "at the top of `prefilter`"
+                raise _fail(path, f"{key}.facts[{index}]", f"{item} is a fact of {' and '.join(stages)} "
+                                                           f"only: write it {where}")
+        parts["facts"] = items
+    if "one_of" in value:
+        items = value["one_of"]
+        if not isinstance(items, list) or len(items) < 2:
+            raise _fail(path, f"{key}.one_of", "must be a list of two or more conditions (mappings)")
+        parts["one_of"] = tuple(_condition(path, f"{key}.one_of[{index}]", item, stage=stage)
+                                for index, item in enumerate(items))
+    return Condition(**parts)
+
+
+def _check_set(path: Path, key: str, name: str) -> None:
+    """A knowledge set must be one of KNOWLEDGE_SETS; a table name is checked once every file is loaded."""
+    if "." in name:
+        if name not in KNOWLEDGE_SETS:
+            raise _fail(path, key, f"unknown set {brief(name)}{_close(name, KNOWLEDGE_SETS)}; known: "
+                                   f"{', '.join(KNOWLEDGE_SETS)}, or a table name")
+    elif not TABLE_NAME.match(name):
+        raise _fail(path, key, f"{brief(name)} is neither a table name (lower_snake_case) nor a knowledge set "
+                               f"({', '.join(KNOWLEDGE_SETS)})")
+
+
+def _check_prefilter_tables(catalog: Catalog, spec: RuleSpec) -> None:
+    for condition, where in ((spec.prefilter.file, "prefilter"), (spec.prefilter.region, "prefilter.region")):
+        for name in condition.sets():
+            if "." not in name and name not in catalog.tables:
+                raise _fail(Path(spec.source), where, f"no table {brief(name)} in any rule file"
+                            f"{_close(name, catalog.tables)}")
+
+
+def _close(name: str, known) -> str:
+    import difflib
+
+    found = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {found[0]}?)" if found else ""
+
+
 @dataclass
 class RuleSpec:
     id: str
@@ -128,7 +311,7 @@ class RuleSpec:
     use_instead: str
     fix_safety: str
     source: str
-    prefilter: list[str] = field(default_factory=list)
+    prefilter: Prefilter | None = None  # None: no condition (every file, every body)
     table_names: list[str] = field(default_factory=list)
     hits: list[str] = field(default_factory=list)
     near_misses: list[str] = field(default_factory=list)
@@ -155,7 +338,13 @@ class Catalog:
     sources: list[str] = field(default_factory=list)
     knowledge: dict[str, dict] = field(default_factory=dict)  # `kind: tables` documents, by file stem
     fingerprint: str = ""  # sha256 of every source file's bytes, in load order (cache key material)
-    memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived data (pre-filter regexes)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived data (indexes, regexes)
+    gates: dict = field(default_factory=dict, repr=False, compare=False)  # prefilter.gate's tests, per process
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["gates"] = {}  # closures: rebuilt where they are used
+        return state
 
     def table(self, name: str) -> Table:
         """The table `name`; an empty one when no file defines it (optional knowledge tables)."""
@@ -209,6 +398,9 @@ def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | N
     for spec in catalog.rules.values():
         for name in spec.table_names:
             catalog.tables.setdefault(name, Table(name))
+    for spec in catalog.rules.values():
+        if spec.prefilter is not None:
+            _check_prefilter_tables(catalog, spec)
     catalog.fingerprint = digest.hexdigest()
     return catalog
 
@@ -245,9 +437,7 @@ def _load_shipped(catalog: Catalog, path: Path, data: dict, prefixes) -> bool:
     catalog.sources.append(str(path))
     if check.id in catalog.rules:
         raise _fail(path, "id", f"{check.id} is already defined in {catalog.rules[check.id].source}")
-    prefilter = data.get("prefilter", [])
-    if not isinstance(prefilter, list) or not all(isinstance(p, str) and p for p in prefilter):
-        raise _fail(path, "prefilter", "must be a list of non-empty strings")
+    prefilter = _prefilter(path, data["prefilter"]) if data.get("prefilter") is not None else None
     for kind, items in (("hit", check.hits), ("near_miss", check.near_misses)):
         if not all(isinstance(i, str) for i in items):
             raise _fail(path, f"examples.{kind}", "must be a non-empty list of code strings")
@@ -255,7 +445,7 @@ def _load_shipped(catalog: Catalog, path: Path, data: dict, prefixes) -> bool:
     catalog.rules[check.id] = RuleSpec(
         id=check.id, name=check.name, severity=check.severity, summary=check.summary, why=check.why,
         example=check.example, use_instead=check.use_instead, fix_safety=check.fix_safety, source=str(path),
-        prefilter=list(prefilter), table_names=table_names, hits=check.hits, near_misses=check.near_misses,
+        prefilter=prefilter, table_names=table_names, hits=check.hits, near_misses=check.near_misses,
         contexts=_contexts(path, data.get("contexts")),
         fixes=check.fixes,
     )

@@ -21,7 +21,7 @@ from llmdoctor.scan.catalog import Catalog
 from llmdoctor.scan.codefacts import parse_python, read_code
 from llmdoctor.scan.decoding import SourceError, decode_source
 from llmdoctor.scan.parseguard import refusal
-from llmdoctor.scan.prefilter import python_parse_problem
+from llmdoctor.scan.prefilter import gate, python_parse_problem
 from llmdoctor.scan.regions import pruned_source
 from llmdoctor.scan.settings import ScanConfig
 from llmdoctor.scan.suppressions import ALL, file_ignores, parse_suppressions
@@ -124,7 +124,7 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
         cls = classes.get(rule_id)
         if cls is None or rule_id in silenced_file or not config.rule_enabled(rule_id, path):
             continue
-        if cls.may_fire(spec, catalog, source):
+        if gate(spec, catalog).text(source):
             active.append((cls, spec))
     python_problem = facts = None
     if tree is None:  # CPython cannot read it: say why, in its words (libcst is never handed such a file)
@@ -136,7 +136,7 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
         facts = read_code(source, tree)
         if facts is not None:
             code = facts.code_text()
-            active = [(cls, spec) for cls, spec in active if cls.may_fire(spec, catalog, code)]
+            active = [(cls, spec) for cls, spec in active if gate(spec, catalog).code(code, source)]
     if not active and not _too_deep(python_problem):
         result.prefiltered = True
         return result

@@ -35,6 +35,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from llmdoctor.scan.codefacts import MIN_LINES, CodeFacts, Facts, Unit
+from llmdoctor.scan.prefilter import gate
 
 if TYPE_CHECKING:
     from llmdoctor.scan.prefilter import NameIndex
@@ -281,7 +282,7 @@ def _needed_for_meaning(unit: Unit, context: _Context, active, catalog, read_att
     if relevant is None:
         region = context.region(unit)
         relevant = context.relevant[id(unit)] = any(
-            cls.region_may_fire(spec, catalog, region) for cls, spec in active)
+            gate(spec, catalog).region(region) for _, spec in active)
     return relevant
 
 

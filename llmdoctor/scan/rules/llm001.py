@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from llmdoctor.scan.rule import Rule, root_names
+from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.sdk_knowledge import Exemptions, Method, SdkKnowledge, sdk_knowledge
 
 UNKNOWN = object()  # a keyword value that is not a literal
@@ -21,17 +21,6 @@ class NonStreamingGeneration(Rule):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._tests_stream: dict[int, bool] = {}  # id(def) -> its code branches on a stream flag
-
-    @classmethod
-    def any_literals(cls, spec, catalog) -> frozenset[str]:
-        knowledge = sdk_knowledge(catalog)
-        roots = root_names(knowledge.receivers)
-        return frozenset(roots | set(knowledge.unknown_chains))
-
-    @classmethod
-    def prefilter_names(cls, spec, catalog) -> list[str]:
-        knowledge = sdk_knowledge(catalog)  # a reported call resolves to one of these (or a suffix chain)
-        return [*knowledge.calls, *knowledge.unknown_chains]
 
     def visit_Call(self, node: cst.Call) -> None:
         knowledge = sdk_knowledge(self.catalog)

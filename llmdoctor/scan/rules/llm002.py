@@ -46,10 +46,6 @@ class _Frame:
 class TokenizerPerCall(Rule):
     code = "LLM002"
 
-    @classmethod
-    def prefilter_tables(cls, spec):
-        return [CONSTRUCTORS]
-
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._frames: list[_Frame] = []

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from llmdoctor.scan.rule import Rule, frame_of, root_names
+from llmdoctor.scan.rule import Rule, frame_of
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
 from llmdoctor.scan.semantic import Scope, dotted_name
 
@@ -81,16 +81,6 @@ def lifetime(catalog) -> Lifetime:
 
 class ClientPerCall(Rule):
     code = "LLM003"
-
-    @classmethod
-    def any_literals(cls, spec, catalog) -> frozenset[str]:
-        return frozenset(root_names(cls.prefilter_names(spec, catalog)))
-
-    @classmethod
-    def prefilter_names(cls, spec, catalog) -> list[str]:
-        knowledge = client_knowledge(catalog)
-        pooled = [name for name, r in knowledge.receivers.items() if r.pooled and not r.is_module]
-        return [*pooled, *knowledge.module_functions]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -8,13 +8,10 @@ to a generation call as the prompt, which blocks run under a sampling guard) and
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from llmdoctor.scan.fastwalk import code_children
-from llmdoctor.scan.prefilter import NameIndex
-from llmdoctor.scan.rule import Rule, passes, word_test
+from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.payload import (
     LEVELS,
     METADATA,
@@ -44,53 +41,6 @@ LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
 
 class UnsampledPayloadLogging(Rule):
     code = "LLM005"
-
-    @classmethod
-    def any_literals(cls, spec, catalog) -> frozenset[str]:
-        return frozenset()  # see may_fire: logger names may be globs (`*_logger`)
-
-    @classmethod
-    def may_fire(cls, spec, catalog, source: str) -> bool:
-        """An LLM SDK name (import, client, generation chain) and a sink that `_sink_of` can accept at a level
-        `visit_Call` reports: `print` (with a server module imported), a logging function, or a logger method
-        (`info`, `log`...) on a logger (a factory or object name, or a logger-like name: `logger`, `*_logger`).
-        `import print` (a module named print, called) is not treated as a sink here."""
-        key = ("llm005-prefilter",)
-        gate = catalog.memo.get(key)
-        if gate is None:
-            gate = catalog.memo[key] = _gate(logging_knowledge(catalog), sdk_knowledge(catalog))
-        sdk_words, print_gate, functions, methods, receivers, logger_names = gate
-        sinks = logging_knowledge(catalog)
-        if (sdk_words is None or not passes(sdk_words, source)) and not _llm_literals(sinks, source):
-            return False
-        if print_gate is not None and all(test is not None and passes(test, source) for test in print_gate):
-            return True
-        if functions is not None and functions.may_match(source):
-            return True
-        if methods is None or not passes(methods, source):
-            return False
-        return (receivers is not None and receivers.may_match(source)) or (
-            logger_names is not None and logger_names.search(source) is not None)
-
-    @classmethod
-    def region_may_fire(cls, spec, catalog, region) -> bool:
-        """A body can hold a finding when it calls a sink at a reported level (its method or function name)
-        and holds a payload: a generation call, a payload-like name, attribute or string key. A body that
-        imports an LLM SDK matters too when the module itself does not: from there on, payload-like names
-        count (`_sdk_module`)."""
-        key = ("llm005-region",)
-        gate = catalog.memo.get(key)
-        if gate is None:
-            gate = catalog.memo[key] = _region_gate(logging_knowledge(catalog), sdk_knowledge(catalog))
-        sink_words, generation, prefixes = gate
-        if region.imports and _imports_sdk(region, prefixes):
-            return True
-        if sink_words.isdisjoint(region.called):
-            return False
-        if generation.may_match_words(region.words, region.text):
-            return True
-        sinks = logging_knowledge(catalog)
-        return any(sinks.is_payload_name(word) for word in (*region.words, *region.strings))
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -463,72 +413,11 @@ class UnsampledPayloadLogging(Rule):
         return None  # a level we cannot read: no guess
 
 
-def _gate(sinks: LoggingKnowledge, knowledge) -> tuple:
-    """The pre-filter's parts (see `may_fire`), built once per catalog."""
-    def words(items) -> re.Pattern | None:
-        items = sorted(set(items))
-        return re.compile("|".join(rf"\b{item}\b" for item in items)) if items else None
-
-    def reported(level: int | None) -> bool:
-        return level is None or level >= sinks.min_level
-
-    sdk = {name.split(".", 1)[0] for name in (*knowledge.receivers, *knowledge.imports)}
-    sdk |= {path.split(".", 1)[0] for path in knowledge.unknown_chains}
-    print_gate = None
-    if "print" in sinks.functions and reported(sinks.functions["print"] or LEVELS["INFO"]) and sinks.print_modules:
-        print_gate = (word_test(["print"]), word_test(sorted({m.split(".", 1)[0] for m in sinks.print_modules})))
-    functions = [name for name, level in sinks.functions.items() if name != "print" and reported(level)]
-    methods = sorted(name for name, level in sinks.logger_methods.items() if reported(level))
-    receivers = [*sinks.logger_factories, *sinks.logger_objects]
-    names = [*map(re.escape, sinks.logger_names), *map(_glob_to_word, sinks.logger_name_globs)]
-    return (word_test(sorted(sdk)), print_gate, NameIndex(functions) if functions else None, word_test(methods),
-            NameIndex(receivers) if receivers else None, words(names))
-
-
-def _region_gate(sinks: LoggingKnowledge, knowledge) -> tuple:
-    """(sink call names at a reported level, generation calls, SDK import prefixes) for `region_may_fire`."""
-    def reported(level: int | None) -> bool:
-        return level is None or level >= sinks.min_level
-
-    names = {name.rsplit(".", 1)[-1] for name, level in sinks.functions.items() if reported(level)}
-    names |= {name for name, level in sinks.logger_methods.items() if reported(level)}
-    generation = [name for name, method in knowledge.calls.items() if method.generates]
-    generation += [path for path, method in knowledge.unknown_chains.items() if method.generates]
-    return frozenset(names), NameIndex(generation), tuple(knowledge.imports)
-
-
-def _imports_sdk(region, prefixes: tuple[str, ...]) -> bool:
-    """The body imports an SDK module while the module-level imports (bound before the visit, unless a
-    module-level def or class rebinds the name) do not."""
-    def sdk(name: str) -> bool:
-        return any(name == p or name.startswith(p + ".") for p in prefixes)
-
-    if not any(sdk(name) for name in region.imports):
-        return False
-    found = region.memo.get("llm005-module-sdk")
-    if found is None:
-        module = region.module
-        found = region.memo["llm005-module-sdk"] = any(
-            sdk(qualified) for local, qualified in module.imported_as.items() if local not in module.defined)
-    return not found
-
-
 def _shown(func: cst.BaseExpression, callee: str | None) -> str:
     from llmdoctor.scan.rules.payload import attribute_chain
 
     chain = attribute_chain(func)
     return ".".join(chain) if chain else (callee or "<logger>")
-
-
-def _llm_literals(sinks: LoggingKnowledge, source: str) -> bool:
-    """The text names a model's HTTP path or holds a quoted payload key (`"prompt"`): an LLM module or body."""
-    if any(path in source for path in sinks.http_paths):
-        return True
-    return any(f'"{key}"' in source or f"'{key}'" in source for key in sinks.payload_keys)
-
-
-def _glob_to_word(glob: str) -> str:
-    return "".join(r"\w*" if ch == "*" else re.escape(ch) for ch in glob)
 
 
 def _tested_empty(test: cst.BaseExpression) -> set[str]:

@@ -13,12 +13,9 @@ YAML's `contexts:`.
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
-from llmdoctor.scan.prefilter import NameIndex
-from llmdoctor.scan.rule import Rule, root_names
+from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
 from llmdoctor.scan.semantic import dotted_name
 
@@ -26,21 +23,6 @@ MISSING_FIX = ("pass `timeout=(connect, read)`, e.g. `timeout=(3.05, 30)`: a con
                "between bytes, so a long streamed answer still completes")
 NONE_FIX = ("pass a finite timeout: a short connect bound and a read bound long enough for the slowest "
             "expected response (httpx-based clients: `httpx.Timeout(120, connect=5)`)")
-
-
-def _gate(knowledge: ClientKnowledge) -> tuple[NameIndex | None, re.Pattern | None]:
-    """(the names whose call may be reported for a missing timeout, a regex for `<kwarg> = None`)."""
-    missing = [name for name, library in knowledge.module_functions.items()
-               if dict(library.timeout).get("missing_is_finding")]
-    missing += [name for name, receiver in knowledge.receivers.items()
-                if dict(receiver.timeout).get("missing_is_finding")]
-    timeouts = [dict(library.timeout) for library in knowledge.module_functions.values()]
-    timeouts += [dict(receiver.timeout) for receiver in knowledge.receivers.values()]
-    kwargs = sorted({t[key] for t in timeouts for key in ("kwarg", "per_call_kwarg")
-                     if t.get(key) and t.get("none_disables")})
-    gap = r"(?:[\s\\]|#[^\n]*)*"  # blanks, line continuations and comments inside a call's parentheses
-    none_literal = (re.compile(rf"\b(?:{'|'.join(map(re.escape, kwargs))}){gap}={gap}None\b") if kwargs else None)
-    return (NameIndex(missing) if missing else None), none_literal
 
 
 THREAD_OFFLOAD = "asyncio.to_thread"  # to_thread(func, /, *args, **kwargs): func(*args, **kwargs) in a thread
@@ -56,38 +38,6 @@ def offloaded_call(node: cst.Call) -> cst.Call | None:
 
 class HttpCallWithoutTimeout(Rule):
     code = "LLM006"
-    names_are_callees = False  # a receiver's name begins the reported call: `requests.Session` -> `s.get()`
-
-    @classmethod
-    def any_literals(cls, spec, catalog) -> frozenset[str]:
-        return frozenset(root_names(cls.prefilter_names(spec, catalog)))
-
-    @classmethod
-    def prefilter_names(cls, spec, catalog) -> list[str]:
-        knowledge = client_knowledge(catalog)
-        receivers = [name for name, r in knowledge.receivers.items() if r.timeout]
-        return [*receivers, *knowledge.module_functions]
-
-    @classmethod
-    def may_fire(cls, spec, catalog, source: str) -> bool:
-        """Besides the names: a finding is either a call that needs the timeout keyword and may lack it
-        (`missing_is_finding`: requests functions and Session methods) or a literal `<kwarg>=None`."""
-        if not super().may_fire(spec, catalog, source):
-            return False
-        gate = catalog.memo.get(("llm006-gate",))
-        if gate is None:
-            gate = catalog.memo[("llm006-gate",)] = _gate(client_knowledge(catalog))
-        missing, none_literal = gate
-        if missing is not None and missing.may_match(source):
-            return True
-        return none_literal is not None and none_literal.search(source) is not None
-
-    @classmethod
-    def region_may_fire(cls, spec, catalog, region) -> bool:
-        """Besides the names: a body defining an `HTTPAdapter` subclass or setting `<x>.request` (both give
-        the module's sessions a default timeout, read at the end of the module)."""
-        return (super().region_may_fire(spec, catalog, region) or "HTTPAdapter" in region.words
-                or "request" in region.stored_attrs)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
