@@ -10,20 +10,21 @@ needs it (`_headerless`: its name is defined once, bound no other way, and the k
 a run of such siblings becomes one literal, so 100,000 small functions cost libcst one string, not 100,000
 headers (docs/reliability.md). Otherwise the header is kept and its body (3 lines or more) replaced.
 
-A unit is needed when, for some enabled rule, `Rule.region_may_fire` says a finding can be in it. The rules
+A unit is needed when, for some enabled rule, its body test says a finding can be in it (`gate(spec,
+catalog).region`, derived from the rule's YAML `prefilter: region:`, prefilter.py). The tests
 judge from what the unit spells out (CPython's ast) plus what its names were bound to elsewhere: a
 module-level name brings the words of the statements binding it (`from openai import OpenAI as O`,
 `client = OpenAI()`), `self.<attr>` the words of the sibling methods and class annotations that set it; the
-semantic model builds every qualified name from those words only. Rules that report calls to their names
-also need a call that can resolve to one (`Region.may_call`: callee chains, their roots resolved the way the
-semantic model resolves them). Dependencies between units are kept too:
+semantic model builds every qualified name from those words only. Rules whose names are callees
+(`names_are: callees`, the default) also need a call that can resolve to one (`Region.may_call`: callee
+chains, their roots resolved the way the semantic model resolves them). Dependencies between units are kept too:
 - an assignment to `self.<attr>` types that attribute for every later method of the class (semantic.py): a
   method that sets an attribute a needed sibling reads is needed;
 - a module-level statement that binds a name the kept code uses is needed.
 Who calls whom (the project model's call graph) is read from CPython's ast of the whole file, never from
 the pruned text.
-Rules keep their other cross-unit state in their own `region_may_fire` (LLM005: SDK imports inside
-functions; LLM006: `HTTPAdapter` subclasses and `session.request = ...`).
+Rules declare their other cross-unit state in their `region:` (LLM005: SDK imports inside functions;
+LLM006: `HTTPAdapter` subclasses and `session.request = ...`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 
 @dataclass
 class Region:
-    """What a rule may look at to decide whether a unit can matter (see `Rule.region_may_fire`); read-only."""
+    """What a rule may look at to decide whether a unit can matter (see prefilter.py `Gate.region`); read-only."""
 
     words: set[str]  # the unit's words and those its names bring (module-level bindings, self.<attr>)
     called: set[str]  # names it calls (`create` in `c.create()`) with what called module-level names bring
@@ -244,7 +245,7 @@ def _dropped_units(facts: CodeFacts, active, catalog) -> tuple[list[Unit], set[s
     """The units to leave out (not needed, and at module level or in a kept class) and the words of the code
     kept.
 
-    A unit is needed when a rule may report in it (`region_may_fire`), when it sets an attribute that such
+    A unit is needed when a rule may report in it (its `Gate.region`), when it sets an attribute that such
     a method of its class reads, or (a module-level statement) when it binds a name the kept code uses."""
     context = _Context(facts)
     used = set(facts.words)  # words of the module-level code that is always kept, and of the kept units
