@@ -316,3 +316,48 @@ def test_parse_without_validation_builds_the_same_tree_and_restores_validation()
     assert cst.CSTNode.__post_init__ is validating
     with pytest.raises(cst.CSTValidationError):  # hand-built nodes are still validated
         cst.Name("not a name")
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def test_an_analysed_file_leaves_no_cycle_that_holds_its_trees() -> None:
+    """Its trees are freed by reference counting when the file is done (engine._collector_paused): no cycle
+    keeps a CPython or libcst node, or a code unit, for the cyclic collector to walk and free."""
+    import ast
+    import gc
+
+    import libcst as cst
+
+    from llmdoctor.scan.codefacts import Unit
+    from llmdoctor.scan.engine import analyze_module
+
+    code = textwrap.dedent("""\
+        import logging
+        from openai import OpenAI
+        log = logging.getLogger(__name__)
+        client = OpenAI()
+        class Service:
+            def answer(self, messages):
+                reply = client.chat.completions.create(model="m", messages=messages, stream=True)
+                log.info("messages: %s", messages)
+                return reply
+            class Inner:
+                def other(self):
+                    return 1
+        def answer(messages):
+            reply = client.chat.completions.create(model="m", messages=messages, stream=True)
+            log.info("messages: %s", messages)
+        """).encode()
+    analyze_module("warm.py", code, CATALOG, ScanConfig())  # the catalog's memos, built once
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        result = analyze_module("mod.py", code, CATALOG, ScanConfig())
+        gc.collect()
+        held = [type(o).__name__ for o in gc.garbage if isinstance(o, (ast.AST, cst.CSTNode, Unit))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert result.parsed and result.findings  # the rules ran on libcst's tree
+    assert held == []

@@ -69,6 +69,24 @@ def test_pool_returns_results_in_input_order(project: Path) -> None:
         [(r.path, r.findings, r.errors, r.parsed) for r in serial]
 
 
+def test_the_heap_is_frozen_only_while_the_files_are_analysed(project: Path) -> None:
+    import gc
+
+    files = sorted(str(p) for p in project.rglob("*.py"))
+    seen = []
+    for jobs in (1, 2):
+        for _ in analyze_many(files, load_catalog(), ScanConfig(root=str(project)), jobs=jobs):
+            seen.append(gc.get_freeze_count())
+        assert gc.get_freeze_count() == 0  # everything back in the collector's sight
+    assert min(seen) > 0
+    gc.freeze()  # somebody else's freeze is left as it was
+    try:
+        list(analyze_many(files[:3], load_catalog(), ScanConfig(root=str(project)), jobs=1))
+        assert gc.get_freeze_count() > 0  # (minus what was freed meanwhile)
+    finally:
+        gc.unfreeze()
+
+
 def test_pool_is_not_started_for_a_few_files(project: Path, monkeypatch) -> None:
     import concurrent.futures
 

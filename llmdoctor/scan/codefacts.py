@@ -133,6 +133,13 @@ class CodeFacts:
             stack.extend(unit.children)
         return " ".join([KEYWORDS, *self.extras, *words])
 
+    def release(self) -> None:
+        """Break the unit <-> parent cycles (once nothing reads the facts), so that reference counting frees
+        the units and the tree they point into as soon as the file is done."""
+        for unit in self.every_unit():
+            unit.parent = None
+            unit.children = []
+
     def every_unit(self) -> list[Unit]:
         out, stack = [], list(self.units)
         while stack:

@@ -75,14 +75,22 @@ def analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
     the libcst part in a process of its own, for a file CPython rejects (no tree tells parseguard what
     libcst would make of it: a crash there must not end the caller's process)."""
     with _collector_paused():
-        return _analyze_module(path, data, catalog, config, rules=rules, isolate=isolate)
+        facts_read: list = []  # the CodeFacts read on the way, released at the end (see _collector_paused)
+        try:
+            return _analyze_module(path, data, catalog, config, rules=rules, isolate=isolate, facts_read=facts_read)
+        finally:
+            for facts in facts_read:
+                facts.release()
 
 
 @contextmanager
 def _collector_paused():
     """No cyclic garbage collection while one file is analysed: its trees (CPython's, libcst's) are millions
-    of objects that live until the end and form no cycles, and every collection walks them all again (half
-    of `ast.parse`'s time on 100,000 small functions). Whatever cycles the file left are collected after."""
+    of objects that live until the end, and every collection walks them all again (half of `ast.parse`'s
+    time on 100,000 small functions). They must form no cycles, so that they are freed as soon as the file is
+    done, by reference counting: a cycle that reaches a tree (a rule object holding its own bound method, a
+    unit and its parent class) would keep the whole tree for the collector to walk and free
+    (docs/performance.md). `CodeFacts.release` and `run_rules` break theirs."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -93,7 +101,7 @@ def _collector_paused():
 
 
 def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig, *, rules: bool,
-                    isolate: Callable[[], FileResult] | None) -> FileResult:
+                    isolate: Callable[[], FileResult] | None, facts_read: list) -> FileResult:
     result = FileResult(path, checked=rules)
     try:
         source = decode_source(data)
@@ -135,6 +143,7 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
     elif active:  # second stage: the same pre-filters on what the code spells out (no comments or strings)
         facts = read_code(source, tree)
         if facts is not None:
+            facts_read.append(facts)
             code = facts.code_text()
             active = [(cls, spec) for cls, spec in active if gate(spec, catalog).code(code, source)]
     if not active and not _too_deep(python_problem):

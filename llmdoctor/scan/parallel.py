@@ -15,9 +15,11 @@ report anyway, so 1 job and N jobs, cached or not, give the same report.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from llmdoctor.machine import available_cpus
@@ -116,10 +118,34 @@ def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: i
     def rules(path: str) -> bool:
         return checked is None or path in checked
 
-    if jobs <= 1 or len(files) < jobs * MIN_FILES_PER_WORKER:
-        for path in files:
-            yield analyze_with_stamp(path, catalog, config, isolate=True, rules=rules(path))
+    serial = jobs <= 1 or len(files) < jobs * MIN_FILES_PER_WORKER
+    if not serial:
+        _context()  # the engine imported before the heap is frozen, so that the workers inherit it frozen
+    with _heap_frozen():
+        if serial:
+            for path in files:
+                yield analyze_with_stamp(path, catalog, config, isolate=True, rules=rules(path))
+            return
+        yield from _analyze_pooled(files, catalog, config, jobs, rules)
+
+
+@contextmanager
+def _heap_frozen():
+    """What the process holds before the analysis (the imported engine, the catalog, the caller's state) out
+    of the collector's sight until it ends (`gc.freeze`): each full collection during the scan would walk it
+    all again, and in a forked worker that walk also copies every page it touches. The results that arrive
+    are still collected as usual. Left alone when someone else froze the heap already."""
+    if gc.get_freeze_count():
+        yield
         return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _analyze_pooled(files: list[str], catalog: Catalog, config: ScanConfig, jobs: int, rules) -> Iterator[tuple]:
     done: dict[int, tuple] = {}
     following = 0
     # largest files first, so that no worker is left alone with a big file at the end; results still

@@ -125,4 +125,6 @@ def run_rules(module: cst.Module, active, catalog, offload_methods, source: str 
     # libcst's module.visit() would rebuild every node; walk() reads the same nodes in the same order
     walk(module, visitor.on_visit, visitor.on_leave, wanted=(*visitor._visit, *visitor._leave),
          handles=visitor.handles)
+    for rule in rules:  # a rule's state may hold its own bound methods (a cycle that would keep the tree alive)
+        vars(rule).clear()
     return sink
