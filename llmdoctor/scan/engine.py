@@ -81,6 +81,7 @@ def analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
         finally:
             for facts in facts_read:
                 facts.release()
+            facts_read.clear()  # (before the collector is back: it would walk the tree the facts point into)
 
 
 @contextmanager

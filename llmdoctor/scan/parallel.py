@@ -119,14 +119,25 @@ def analyze_many(files: list[str], catalog: Catalog, config: ScanConfig, jobs: i
         return checked is None or path in checked
 
     serial = jobs <= 1 or len(files) < jobs * MIN_FILES_PER_WORKER
-    if not serial:
-        _context()  # the engine imported before the heap is frozen, so that the workers inherit it frozen
+    if not serial and _can_fork():
+        _warm_up(catalog, config)  # before the heap is frozen: the workers inherit it built, and frozen
     with _heap_frozen():
         if serial:
             for path in files:
                 yield analyze_with_stamp(path, catalog, config, isolate=True, rules=rules(path))
             return
         yield from _analyze_pooled(files, catalog, config, jobs, rules)
+
+
+def _warm_up(catalog: Catalog, config: ScanConfig) -> None:
+    """Build here, once, what every worker would otherwise build for itself on its first files: the lazily
+    imported engine, the per-catalog indexes the pre-filters and rules keep in `catalog.memo`, the walk's
+    per-node-type plans. Analysing one hit example of each rule (from its YAML) builds exactly that, whatever
+    a rule keeps; the forked workers inherit it."""
+    _context()
+    for rule_id, spec in sorted(catalog.rules.items()):
+        if spec.hits:
+            analyze_module(f"<{rule_id} example>", spec.hits[0].encode(), catalog, config)
 
 
 @contextmanager

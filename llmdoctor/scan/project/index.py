@@ -726,16 +726,17 @@ class _Reader:
 
     def call(self, node: ast.Call, function: Function, how: int) -> None:
         ref = self.ref(node.func)
-        args: list[tuple[str, str]] = []
+        args = self._call_arguments(node, function)
+        if not args and (ref is None or (self.interest is not None and not self.interest.keeps(ref))):
+            return  # `len(x)`, `json.dumps(d)`: nothing any rule or entry point asks about
         marks: list[str] = []
         literal = mode = None
         falsy = [str(index) for index, arg in enumerate(node.args) if _is_falsy_literal(arg)]
         falsy += [k.arg for k in node.keywords if k.arg is not None and _is_falsy_literal(k.value)]
-        positional = -1 if any(type(a) is ast.Starred for a in node.args) else len(node.args)
+        starred = any(type(a) is ast.Starred for a in node.args)
         for index, arg in enumerate(node.args):
             kind = type(arg)
-            if kind is ast.Lambda:  # `box.submit(lambda t: detect(t))`: a function of its own, handed over
-                args.append((str(index), "F:" + self.lambda_function(arg, function)))
+            if kind is ast.Lambda:
                 continue
             if index < 2 and kind is ast.Constant and isinstance(arg.value, str):
                 if index == 0:
@@ -744,6 +745,38 @@ class _Reader:
                     mode = arg.value[:20]
             elif index == 0 and kind is ast.JoinedStr and arg.values and type(arg.values[0]) is ast.Constant:
                 literal = str(arg.values[0].value)[:200]  # f"/proc/{pid}/stat": its constant start
+            _marks(arg.value if kind is ast.Starred else arg, marks)
+        keywords = []
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                keywords.append("**")
+                continue
+            keywords.append(keyword.arg)
+            value = keyword.value
+            if type(value) is ast.Lambda:
+                continue
+            if keyword.arg == "mode" and type(value) is ast.Constant and isinstance(value.value, str):
+                mode = value.value[:20]
+            _marks(value, marks)
+        if starred:
+            keywords.append("*")
+        line, col, end_line, end_col = self.span(node)
+        function.calls.append(Call(
+            ref=ref or "?", kind=how, line=line, col=col, end_line=end_line, end_col=end_col,
+            stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
+            literal=literal, mode=mode, lazy=self.lazy_depth > 0, guards=tuple(self.guards), falsy=tuple(falsy),
+            positional=-1 if starred else len(node.args),
+        ))
+
+    def _call_arguments(self, node: ast.Call, function: Function) -> list[tuple[str, str]]:
+        """(position or keyword, reference) of the arguments that resolve (not to a builtin); a lambda passed
+        becomes a function of its own, in the order written."""
+        args: list[tuple[str, str]] = []
+        for index, arg in enumerate(node.args):
+            kind = type(arg)
+            if kind is ast.Lambda:  # `box.submit(lambda t: detect(t))`: a function of its own, handed over
+                args.append((str(index), "F:" + self.lambda_function(arg, function)))
+                continue
             if kind is ast.Starred:  # gather(*(fetch(i) for i in ids)): the call each element makes
                 arg = arg.value
                 kind = type(arg)
@@ -755,41 +788,24 @@ class _Reader:
                 target = self.ref(arg)
                 if target is not None and not target.startswith("B:"):
                     args.append((str(index), target))
-            _marks(arg, marks)
-        keywords = []
         for keyword in node.keywords:
             if keyword.arg is None:
-                keywords.append("**")
                 continue
-            keywords.append(keyword.arg)
             value = keyword.value
-            if type(value) is ast.Lambda:
+            kind = type(value)
+            if kind is ast.Lambda:
                 args.append((keyword.arg, "F:" + self.lambda_function(value, function)))
-                continue
-            if keyword.arg == "mode" and type(value) is ast.Constant and isinstance(value.value, str):
-                mode = value.value[:20]
-            if type(value) in (ast.Name, ast.Attribute, ast.Call):
+            elif kind in (ast.Name, ast.Attribute, ast.Call):
                 target = self.ref(value)
                 if target is not None and not target.startswith("B:"):
                     args.append((keyword.arg, target))
-            elif type(value) in (ast.List, ast.Tuple):  # on_startup=[init_db], middleware=[Tenants()]
+            elif kind in (ast.List, ast.Tuple):  # on_startup=[init_db], middleware=[Tenants()]
                 for element in value.elts:
                     if type(element) in (ast.Name, ast.Attribute, ast.Call):
                         target = self.ref(element)
                         if target is not None and not target.startswith("B:"):
                             args.append((keyword.arg, target))
-            _marks(value, marks)
-        if any(type(a) is ast.Starred for a in node.args):
-            keywords.append("*")
-        if not args and (ref is None or (self.interest is not None and not self.interest.keeps(ref))):
-            return  # `len(x)`, `json.dumps(d)`: nothing any rule or entry point asks about
-        line, col, end_line, end_col = self.span(node)
-        function.calls.append(Call(
-            ref=ref or "?", kind=how, line=line, col=col, end_line=end_line, end_col=end_col,
-            stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
-            literal=literal, mode=mode, lazy=self.lazy_depth > 0, guards=tuple(self.guards), falsy=tuple(falsy),
-            positional=positional,
-        ))
+        return args
 
     def lambda_function(self, node: ast.Lambda, enclosing: Function) -> str:
         """A lambda handed to a call, as a function of its own (key `outer.<lambda>`): its body's calls are
