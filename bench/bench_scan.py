@@ -10,6 +10,10 @@ Not a test: it prints figures. For every corpus:
   llmdoctor cold     `scan --no-cache` (nothing reused), with --jobs N (default: the CPUs) and with --jobs 1
   llmdoctor first    `scan` with an empty cache folder (cold + writing the cache)
   llmdoctor warm     `scan` again, nothing changed (every file a cache hit)
+  pre-commit         in a copy of the corpus, warm: 3 files changed (a comment line inserted at the top, so every
+                     line moves), `scan` of those 3 paths as pre-commit runs it (the project around them is
+                     the model); best of --repeat (at least 3), each with new edits; ruff on the same 3 files;
+                     findings compared with `--no-cache` on the same state
   ruff               `ruff check --select ASYNC,LOG,G,S113 --no-cache` (the closest ruff rule set)
   fixit              `fixit lint` (its default rules; a libcst linter like llmdoctor)
   flake8-async       `flake8-async FILES` when installed
@@ -78,6 +82,8 @@ class CorpusResult:
     parsed: int = 0
     findings: int = 0
     identical: bool | None = None
+    precommit_identical: bool | None = None
+    precommit_files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -109,11 +115,13 @@ def python_files(root: Path) -> list[Path]:
     return found
 
 
-def scan_json(llmdoctor: list[str], target: Path, extra: list[str], env: dict) -> dict:
+def scan_json(llmdoctor: list[str], target: Path, extra: list[str], env: dict, paths: list[str] | None = None) -> dict:
+    """The JSON report of `scan` of `target` (or of `paths` inside it, run from there)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run([*llmdoctor, "scan", "--isolated", "--no-gitignore", "--format", "json", "-o", out.name,
                         "--exit-zero",
-                        *extra, str(target)], env=env, check=True, capture_output=True)
+                        *extra, *(paths or [str(target)])], env=env, check=True, capture_output=True,
+                       cwd=target if paths else None)
         return json.loads(Path(out.name).read_text())
 
 
@@ -155,6 +163,8 @@ def bench_corpus(name: str, target: Path, args, llmdoctor: list[str], env: dict)
     result.identical = same
 
     ruff = tool("ruff", args.tools_bin)
+    if not args.skip_precommit:
+        bench_precommit(result, target, files, args, llmdoctor, env, ruff)
     if ruff:
         record(result, "ruff", best([ruff, "check", "--select", "ASYNC,LOG,G,S113", "--no-cache",
                                      "--no-respect-gitignore", "--exit-zero", "-q", str(target)], repeat))
@@ -175,6 +185,48 @@ def bench_corpus(name: str, target: Path, args, llmdoctor: list[str], env: dict)
     return result
 
 
+PRECOMMIT = "llmdoctor pre-commit, 3 changed"
+RUFF_PRECOMMIT = "ruff, the same 3 files"
+
+
+def bench_precommit(result: CorpusResult, target: Path, files: list[Path], args, llmdoctor: list[str], env: dict,
+                    ruff: str | None) -> None:
+    """A warm project where 3 files changed, scanned as pre-commit does: only those 3 paths are passed."""
+    by_size = sorted(files, key=lambda f: (f.stat().st_size, str(f)))
+    if len(by_size) < 3:
+        return
+    chosen = sorted({by_size[int(len(by_size) * q)] for q in (0.5, 0.75, 0.9)})
+    if len(chosen) < 3:
+        chosen = by_size[-3:]
+    with tempfile.TemporaryDirectory() as work:
+        copy = Path(work, "project")
+        shutil.copytree(target, copy, ignore=shutil.ignore_patterns(".llmdoctor_cache", "__pycache__"))
+        if not any((copy / marker).exists() for marker in ("pyproject.toml", "setup.cfg", "setup.py", ".git")):
+            (copy / "pyproject.toml").write_text("")
+        paths = [str(f.relative_to(target)) for f in chosen]
+        result.precommit_files = paths
+        cache = str(Path(work, "cache"))
+        scan = [*llmdoctor, "scan", "--isolated", "--no-gitignore", "--format", "json", "--exit-zero",
+                "--cache-dir", cache, *(["--jobs", str(args.jobs)] if args.jobs else [])]
+        measure([*scan, "."], cwd=copy, env=env)  # the project's cache, as a previous commit left it
+        time.sleep(2.1)  # older than the cache's racy window: the unchanged files are trusted by their stat
+        measure([*scan, "."], cwd=copy, env=env)
+        texts = {path: (copy / path).read_text(encoding="utf-8", errors="surrogateescape") for path in paths}
+        runs = []
+        for attempt in range(max(args.repeat, 3)):
+            for path, text in texts.items():
+                (copy / path).write_text(f"# edit {attempt} {time.time_ns()}\n{text}", encoding="utf-8",
+                                         errors="surrogateescape")
+            runs.append(measure([*scan, *paths], cwd=copy, env=env))
+        record(result, PRECOMMIT, min(runs, key=lambda t: t.seconds))
+        warm = scan_json([*llmdoctor], copy, ["--cache-dir", cache], env, paths=paths)
+        cold = scan_json([*llmdoctor], copy, ["--no-cache"], env, paths=paths)
+        result.precommit_identical = findings_key(warm) == findings_key(cold)
+        if ruff:
+            record(result, RUFF_PRECOMMIT, best([ruff, "check", "--select", "ASYNC,LOG,G,S113", "--no-cache",
+                                                 "--exit-zero", "-q", *paths], max(args.repeat, 3), cwd=copy))
+
+
 def print_result(result: CorpusResult) -> None:
     mb = result.bytes / 1e6
     cold = result.times["llmdoctor cold"]
@@ -183,9 +235,12 @@ def print_result(result: CorpusResult) -> None:
     print(f"\n== {result.name}: {result.files} files, {mb:.2f} MB")
     print(f"  {'':<32} {'wall':>11} {'':>13} {'CPU (user+sys)':>16}")
     for label, seconds in result.times.items():
-        ratio = f"{seconds / ruff:8.1f}x ruff" if ruff else ""
+        base, base_cpu = ruff, ruff_cpu
+        if label in (PRECOMMIT, RUFF_PRECOMMIT):  # against ruff on the same 3 files
+            base, base_cpu = result.times.get(RUFF_PRECOMMIT), result.cpu.get(RUFF_PRECOMMIT)
+        ratio = f"{seconds / base:8.1f}x ruff" if base else ""
         cpu = result.cpu.get(label, 0.0)
-        cpu_ratio = f"{cpu / ruff_cpu:8.1f}x ruff" if ruff_cpu else ""
+        cpu_ratio = f"{cpu / base_cpu:8.1f}x ruff" if base_cpu else ""
         print(f"  {label:<32} {seconds:9.3f} s {ratio}  {cpu:9.3f} s {cpu_ratio}")
     print(f"  cold throughput                  {result.files / cold:9.1f} files/s  {mb / cold:.2f} MB/s")
     skipped = result.prefiltered / result.files if result.files else 0
@@ -194,6 +249,9 @@ def print_result(result: CorpusResult) -> None:
     print(f"  peak RSS (largest process)       {result.peak_mib:9.1f} MiB")
     print(f"  findings                         {result.findings}; identical cold / 1 job / warm: "
           f"{'yes' if result.identical else 'NO'}")
+    if result.precommit_files:
+        print(f"  pre-commit files                 {', '.join(result.precommit_files)}; findings identical to "
+              f"--no-cache: {'yes' if result.precommit_identical else 'NO'}")
     for note in result.notes:
         print(f"  note: {note}")
 
@@ -238,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers-max-files", type=int, default=1000,
                         help="run Fixit and flake8-async only on corpora up to this many files")
     parser.add_argument("--skip-serial", action="store_true", help="skip the --jobs 1 runs")
+    parser.add_argument("--skip-precommit", action="store_true", help="skip the pre-commit row")
     parser.add_argument("--llmdoctor", default=f"{shlex.quote(sys.executable)} -m llmdoctor.cli",
                         help="command that runs llmdoctor (default: this interpreter)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")

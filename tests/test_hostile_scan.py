@@ -183,6 +183,7 @@ def test_a_cache_file_that_is_a_fifo_or_a_device_is_not_read(cli, tmp_path, caps
     assert run_file.is_file() and not run_file.is_symlink()  # replaced by a real run file
     run_file.unlink()
     run_file.symlink_to("/dev/zero")  # read to its (no) end: a MemoryError
+    (tmp_path / "app.py").touch()  # a changed project (on a slow machine the last reports would answer)
     code, out, _ = run_main(["scan", ".", "--format", "json"], tmp_path, capsys, monkeypatch)
     assert code == 1 and [f["rule"] for f in json.loads(out)["findings"]] == ["LLM006"]
     assert run_file.is_file() and not run_file.is_symlink()

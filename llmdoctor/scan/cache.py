@@ -192,6 +192,7 @@ class CacheStats:
     misses: int = 0
     rehashed: int = 0  # stat changed (or racy) but the content hash matched
     linked: int = 0  # projects answered whole by their last reports (nothing changed)
+    replayed: int = 0  # modules whose links were taken from the last run (incremental linking)
 
 
 def project_state(files: list[str], checked: set[str], root: str | None) -> str | None:
@@ -226,6 +227,7 @@ class ScanCache:
         self.stats = CacheStats()
         self._dirty = False
         self._seen: set[str] = set()
+        self.digests: dict[str, str] = {}  # sha256 of each file's bytes this run, where its entry holds them
         self.notice: str | None = None
         self.usable = True  # False: neither read nor written (a symlinked folder)
         if os.path.islink(directory):
@@ -236,6 +238,7 @@ class ScanCache:
             return
         self._loaded = False
         self._entries_read = read
+        self._loaded_stat: tuple | None = None  # the run file's stat when its entries were read
 
     @property
     def entries(self) -> dict[str, list]:  # read on first use: a run answered by `linked` never loads them
@@ -298,6 +301,7 @@ class ScanCache:
     # ------------------------------------------------------------------ reading
 
     def _load(self) -> dict[str, list]:
+        self._loaded_stat = _file_stat(self.file)
         try:
             raw = read_bounded(self.file, MAX_CACHE_BYTES, what="a cache file", follow=False)
             data = json.loads(raw)
@@ -338,6 +342,7 @@ class ScanCache:
             self.stats.misses += 1
             return None  # a malformed entry is a miss, never a crash
         self.stats.hits += 1
+        self.digests[path] = digest
         return found
 
     # ------------------------------------------------------------------ writing
@@ -352,14 +357,19 @@ class ScanCache:
     def _record(self, path: str, stamp: Stamp, encoded: dict) -> None:
         trusted = time.time_ns() - max(stamp[0], stamp[1]) > RACY_NS
         self.entries[path] = [*stamp, trusted, encoded]
+        self.digests[path] = stamp[4]
         self._dirty = True
 
     def save(self) -> None:
         """Write the entries atomically (merged with what a concurrent run may have written meanwhile)."""
         if not self._dirty or not self.usable:
             return
-        merged = {p: e for p, e in self._load().items() if p not in self._seen and os.path.exists(p)}
-        merged.update(self.entries)
+        entries = self.entries
+        if self._loaded_stat is not None and _file_stat(self.file) == self._loaded_stat:
+            merged = entries  # nobody wrote the file since it was read: nothing of theirs to keep
+        else:
+            merged = {p: e for p, e in self._load().items() if p not in self._seen and os.path.exists(p)}
+            merged.update(entries)
         payload = json.dumps({"magic": MAGIC, "format": FORMAT, "key": self.key, "version": __version__,
                               "files": merged}, separators=(",", ":"))
         try:
@@ -394,7 +404,7 @@ class ScanCache:
             try:
                 if entry.is_symlink() or not entry.is_file():
                     continue
-                if entry.name.startswith(("scan-", "link-")) and entry.name.endswith(".json"):
+                if entry.name.startswith(("scan-", "link-", "program-")) and entry.name.endswith(".json"):
                     if _is_ours(entry.path):
                         runs.append((entry.stat().st_mtime, entry.path))
                 elif entry.name.startswith(TMP_PREFIX) and now - entry.stat().st_mtime > 3600 and any(
@@ -404,6 +414,54 @@ class ScanCache:
                 continue
         for _, path in sorted(runs, reverse=True)[KEEP_RUN_FILES:]:
             _remove(path)
+
+
+class ProgramCache:
+    """The links of one project's last run (project/incremental.py), beside the scan cache's entries: a warm run
+    with a few changed files re-links only those. `digests` are the content sha256 of the files as analysed
+    this run (ScanCache.digests). The file is read under the scan cache's rules (a regular file, bounded, no
+    links, our header); what is in it is validated before use, and anything else is a full link."""
+
+    def __init__(self, cache: ScanCache, root: str) -> None:
+        self.cache = cache
+        self.root = root
+        self.digests = cache.digests
+        tag = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+        self.file = os.path.join(cache.directory, f"program-{cache.key[:32]}-{tag}.json")
+
+    def load(self) -> dict | None:
+        if not self.cache.usable or not self.cache._read:
+            return None
+        try:
+            raw = read_bounded(self.file, MAX_CACHE_BYTES, what="cache file", follow=False)
+            data = json.loads(raw)
+        except (InputProblem, ValueError, RecursionError, MemoryError):
+            return None
+        if (not isinstance(data, dict) or data.get("magic") != MAGIC or data.get("format") != FORMAT
+                or data.get("key") != self.cache.key or data.get("root") != self.root
+                or not isinstance(data.get("modules"), dict)):
+            return None
+        return data["modules"]
+
+    def save(self, modules: dict | None) -> None:
+        """Store the program's links (None: none can be replayed, e.g. its resolution met a cycle)."""
+        if not self.cache.usable:
+            return
+        payload = json.dumps({"magic": MAGIC, "format": FORMAT, "key": self.cache.key, "version": __version__,
+                              "root": self.root, "modules": modules}, separators=(",", ":"))
+        try:
+            self.cache._prepare_directory()
+            _atomic_write(self.file, payload)
+        except OSError as err:
+            self.cache.notice = (f"cache not written to {self.cache.directory}: {err.strerror or err} "
+                                 "(use --no-cache or --cache-dir)")
+
+
+def _file_stat(path: str) -> tuple | None:
+    try:
+        return stat_key(os.stat(path, follow_symlinks=False))
+    except OSError:
+        return None
 
 
 def _is_ours(path: str, header: bytes = HEADER) -> bool:

@@ -332,6 +332,15 @@ class ScanExecutor:
         state = project_state(files, checked, root)
         return cache.linked(state), state
 
+    def program(self, root: str | None, catalog: Catalog, config: ScanConfig):
+        """The stored links of the project at `root` (cache.ProgramCache), or None without a cache."""
+        cache = self._open(catalog, config)
+        if root is None or cache is None or not cache.usable:
+            return None
+        from llmdoctor.scan.cache import ProgramCache
+
+        return ProgramCache(cache, root)
+
     def remember(self, state: str | None, results: list[FileResult], catalog: Catalog, config: ScanConfig) -> None:
         cache = self._open(catalog, config)
         if cache is not None:

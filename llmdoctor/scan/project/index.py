@@ -74,11 +74,18 @@ class Call:
     def from_json(cls, data: list) -> Call:
         (ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy, guards,
          falsy, positional) = data
-        if not (type(ref) is str and kind in (CALL, AWAIT, LAMBDA) and _lines(line, col, end_line, end_col, stmt)
-                and type(text) is str and _strings(keywords) and _strings(marks) and type(lazy) is bool
-                and all(type(a) is list and len(a) == 2 and _strings(a) for a in args)
+        # (checked inline, most lists empty: a warm pre-commit run reads ~15,000 calls)
+        if not (type(ref) is str and kind in (CALL, AWAIT, LAMBDA) and type(line) is int and type(col) is int
+                and type(end_line) is int and type(end_col) is int and type(stmt) is int
+                and 0 < line < _MAX and 0 < col < _MAX and 0 < end_line < _MAX and 0 < end_col < _MAX
+                and 0 < stmt < _MAX and type(text) is str and type(lazy) is bool and type(positional) is int
                 and (literal is None or type(literal) is str) and (mode is None or type(mode) is str)
-                and _strings(guards) and _strings(falsy) and type(positional) is int):
+                and type(keywords) is list and type(marks) is list and type(args) is list
+                and type(guards) is list and type(falsy) is list
+                and (not keywords or _only_strings(keywords)) and (not marks or _only_strings(marks))
+                and (not guards or _only_strings(guards)) and (not falsy or _only_strings(falsy))
+                and (not args or all(type(a) is list and len(a) == 2 and type(a[0]) is str and type(a[1]) is str
+                                     for a in args))):
             raise ValueError("index: a call of the wrong shape")
         return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
                    tuple((a[0], a[1]) for a in args), literal, mode, lazy, tuple(guards), tuple(falsy), positional)
@@ -130,10 +137,11 @@ class Function:
                 and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
                 and type(generator) is bool and type(switches) is dict
-                and all(type(k) is str and type(v) is list and len(v) == 2 and all(type(x) is int for x in v)
-                        for k, v in switches.items())
+                and (not switches or all(type(k) is str and type(v) is list and len(v) == 2
+                                         and type(v[0]) is int and type(v[1]) is int for k, v in switches.items()))
                 and type(switch_attributes) is dict
-                and all(type(k) is str and type(v) is str for k, v in switch_attributes.items())):
+                and (not switch_attributes or all(type(k) is str and type(v) is str
+                                                  for k, v in switch_attributes.items()))):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
                    [Call.from_json(c) for c in calls], returns, items, generator,
@@ -159,8 +167,8 @@ class ClassInfo:
     def from_json(cls, data: list) -> ClassInfo:
         key, name, line, bases, decorators, attributes, methods = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(attributes) is dict
-                and type(methods) is dict and all(type(v) is str for v in methods.values())
-                and all(v is None or type(v) is str for v in attributes.values())
+                and type(methods) is dict and set(map(type, methods.values())) <= _STR
+                and set(map(type, attributes.values())) <= _OPTIONAL_STR and type(bases) is list
                 and all(type(b) is list and len(b) == 2 and _optional_strings(*b) for b in bases)):
             raise ValueError("index: a class of the wrong shape")
         return cls(key, name, line, [(b[0], b[1]) for b in bases], [_decorator(d) for d in decorators],
@@ -206,6 +214,15 @@ class ModuleIndex:
         return found.get(key)
 
 
+_MAX = 2**31
+_STR = frozenset({str})
+_OPTIONAL_STR = frozenset({str, type(None)})
+
+
+def _only_strings(values: list) -> bool:
+    return set(map(type, values)) <= _STR
+
+
 def _lines(*values) -> bool:
     return all(type(v) is int and 0 < v < 2**31 for v in values)
 
@@ -215,7 +232,10 @@ def _strings(values) -> bool:
 
 
 def _optional_strings(*values) -> bool:
-    return all(v is None or type(v) is str for v in values)
+    for value in values:
+        if value is not None and type(value) is not str:
+            return False
+    return True
 
 
 def _decorator(data) -> Decorator:

@@ -22,11 +22,41 @@ DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", 
 
 
 def link_results(results: list, catalog, config, root: str | None,
-                 show: Callable[[str], str] | None = None) -> list:
+                 show: Callable[[str], str] | None = None, program=None) -> list:
     """The results of the checked files, their findings decided by the project model of all `results`.
 
     `root`: the project root (None: a program of these files alone, e.g. one file in a test); `show` turns a
-    path into the one reports print (the via chain's paths)."""
+    path into the one reports print (the via chain's paths); `program` (cache.ProgramCache): the links of the
+    last run, replayed for the modules whose links cannot have changed (incremental.py), and stored again."""
+    from llmdoctor.scan.project.incremental import ReplayError, replay_for, stored_program
+
+    replay = stored = None
+    if program is not None:
+        stored = program.load()
+        if stored is not None:
+            indexes = {os.path.abspath(r.path): r.index for r in results if r.index is not None}
+            replay = replay_for(stored, indexes, program.digests)
+    if replay is not None:
+        try:
+            out, model = _link(results, catalog, config, root, show, replay)
+            if program is not None:
+                model._blocking()  # every sync function's own blocking call: stored for the next run
+            if model.cuts:  # a resolution met a cycle: its value may depend on the order of the whole link
+                replay = None
+        except ReplayError:
+            replay = None
+    if replay is None:
+        out, model = _link(results, catalog, config, root, show, None)
+        if program is not None:
+            model._blocking()
+    if program is not None and replay is not None:
+        program.cache.stats.replayed += len(replay.products)
+    if program is not None and (replay is None or len(replay.products) < len(model.by_path)):
+        program.save(None if model.cuts else stored_program(model, replay, program.digests, stored))
+    return out
+
+
+def _link(results: list, catalog, config, root: str | None, show, replay) -> tuple[list, ProjectModel]:
     by_path = {os.path.abspath(r.path): r for r in results}
     indexes = {path: r.index for path, r in by_path.items() if r.index is not None}
     if root is None:
@@ -36,7 +66,8 @@ def link_results(results: list, catalog, config, root: str | None,
     else:
         layout_root, scripts = os.path.abspath(root), True
     layout = Layout(layout_root, indexes)
-    model = ProjectModel(layout, indexes, catalog, entry_knowledge(catalog), console_scripts=scripts, display=show)
+    model = ProjectModel(layout, indexes, catalog, entry_knowledge(catalog), console_scripts=scripts, display=show,
+                         replay=replay)
     shown = show or (lambda path: path)
     display = {path: shown(r.path) for path, r in by_path.items()}
 
@@ -71,7 +102,7 @@ def link_results(results: list, catalog, config, root: str | None,
                         findings.append(decided)
         findings.sort(key=Finding.sort_key)
         out.append(dataclasses.replace(result, findings=findings, suppressed=suppressed))
-    return out
+    return out, model
 
 
 def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,

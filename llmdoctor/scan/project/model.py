@@ -50,6 +50,7 @@ _EDGE_OF_CALL = {CALL: E_CALL, AWAIT: E_AWAIT, LAMBDA: E_LAMBDA}
 MAX_RESOLVE_DEPTH = 12
 _TOKENS: dict[str, list[str]] = {}  # a reference's parts, parsed once per process
 LAMBDA_KEY = "<lambda>"
+_MISSING = object()
 CALLED = "()"
 
 
@@ -113,6 +114,9 @@ class Target:
     name: str = ""  # library: the qualified name
 
 
+_PENDING = Target("pending")  # a resolution under way
+
+
 @dataclass(frozen=True)
 class Blocking:
     """A blocking library call made by a function."""
@@ -128,7 +132,9 @@ class Blocking:
 
 class ProjectModel:
     def __init__(self, layout: Layout, modules: dict[str, ModuleIndex], catalog, knowledge: EntryKnowledge,
-                 console_scripts: bool = True, display=None) -> None:
+                 console_scripts: bool = True, display=None, replay=None) -> None:
+        """`replay` (incremental.LinkReplay): what linking produced for the modules whose links cannot have
+        changed since the last run, taken as it was instead of resolved again (a warm pre-commit run)."""
         from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
         self.layout = layout
@@ -145,7 +151,12 @@ class ProjectModel:
         self.classes: dict[tuple[str, str], ClassInfo] = {}
         self.test_modules: set[str] = set()
         self.by_path: dict[str, list[int]] = {}
-        self._resolved: dict[tuple[int, str], Target | None] = {}
+        self._resolved: dict[tuple, Target | None] = {}
+        self.cuts = 0  # resolutions that met themselves (a cycle): their value depends on where it was entered
+        self._replay = replay
+        self._log: list | None = None  # the link effects of the module being linked (what `replay` takes back)
+        self.link_logs: dict[str, tuple[list, list]] = {}  # path -> (effects of its functions, of its classes)
+        self._direct: dict[int, Call | None] = {}  # the blocking call each sync function makes itself
         self._classified: dict[str, Blocking | None] = {}
         for path in sorted(modules):
             module = modules[path]
@@ -232,9 +243,13 @@ class ProjectModel:
             key = (node.path, ref)
         else:
             key = (node.path, node.function.owner or node.function.parent or node.function.key, ref)
-        if key in self._resolved:
-            return self._resolved[key]
-        self._resolved[key] = None  # a cycle resolves to nothing
+        found = self._resolved.get(key, _MISSING)
+        if found is not _MISSING:
+            if found is _PENDING:  # a cycle resolves to nothing
+                self.cuts += 1
+                return None
+            return found
+        self._resolved[key] = _PENDING
         found = self._resolve(self.nodes[node_id], ref, 0)
         self._resolved[key] = found
         return found
@@ -313,25 +328,66 @@ class ProjectModel:
                 for prefix, framework, kind in knowledge.module_code:
                     if any(name == prefix or name.startswith(prefix + ".") for name in module.imports):
                         self.entries.setdefault(module_node, Entry(module_node, framework, kind))
-        for node in self.nodes:
-            function = node.function
-            if function.parent is not None:
-                parent = self.by_key.get((node.path, function.parent))
-                if parent is not None:
-                    self.nodes[parent].edges.append((node.id, E_DEF, None))
-            if function.key and (function.name in knowledge.once_names or knowledge.once_name_globs.match(function.name)):
-                self.once.add(node.id)
-            self._decorators(node)
-            for call in function.calls:
-                self._call_edges(node, call)
-        for (path, key), klass in self.classes.items():
-            self._class_entries(path, klass)
+        # a module's functions and classes are linked one module at a time, each module's effects on the
+        # program (entries, run-once, spawned) logged in order: a warm run replays them for unchanged modules
+        replay = self._replay
+        for path, ids in self.by_path.items():
+            if replay is not None and replay.clean(path):
+                replay.link_functions(self, path)
+                continue
+            self._log = []
+            for node_id in ids:
+                self._link_function(self.nodes[node_id])
+            self.link_logs[path] = (self._log, [])
+        self._log = None
+        classes: dict[str, list[ClassInfo]] = {}
+        for (path, _), klass in self.classes.items():
+            classes.setdefault(path, []).append(klass)
+        for path in self.by_path:
+            if replay is not None and replay.clean(path):
+                replay.link_classes(self, path)
+                continue
+            self._log = self.link_logs[path][1]
+            for klass in classes.get(path, ()):
+                self._class_entries(path, klass)
+        self._log = None
         for module_name, function_name in console_scripts(self.layout.root) if scripts else ():
             found = self.layout.absolute(os.path.join(self.layout.root, "__main__.py"), module_name)
             if found is not None and found[1] == len(module_name.split(".")):
                 node = self.by_key.get((found[0], function_name))
                 if node is not None:
                     self.once.add(node)
+
+    def _link_function(self, node: Node) -> None:
+        function = node.function
+        if function.parent is not None:
+            parent = self.by_key.get((node.path, function.parent))
+            if parent is not None:
+                self.nodes[parent].edges.append((node.id, E_DEF, None))
+        knowledge = self.knowledge
+        if function.key and (function.name in knowledge.once_names or knowledge.once_name_globs.match(function.name)):
+            self._add_once(node.id)
+        self._decorators(node)
+        for call in function.calls:
+            self._call_edges(node, call)
+
+    # the effects linking one module has on the program; each logged for the replay (`incremental.py`)
+
+    def _add_once(self, node_id: int) -> None:
+        if self._log is not None:
+            self._log.append(("o", node_id))
+        self.once.add(node_id)
+
+    def _add_spawned(self, node_id: int) -> None:
+        if self._log is not None:
+            self._log.append(("s", node_id))
+        self.spawned.add(node_id)
+
+    def _default_entry(self, entry: Entry) -> None:
+        """An entry point unless the function is one already."""
+        if self._log is not None:
+            self._log.append(("d", entry))
+        self.entries.setdefault(entry.node, entry)
 
     def _decorators(self, node: Node) -> None:
         for decorator in node.function.decorators:
@@ -350,16 +406,18 @@ class ProjectModel:
                 continue
             if self.knowledge.once_decorators.match(qualified) or (
                     self.knowledge.once_decorators.match(decorator.text) and self._receiver_known(node, decorator)):
-                self.once.add(node.id)
+                self._add_once(node.id)
                 continue
             if (qualified is None and decorator.called and decorator.literal is not None
                     and decorator.literal.startswith("/") and "." in decorator.text
                     and decorator.text.rsplit(".", 1)[-1] in ROUTE_METHODS):
                 route = _route(decorator.text, decorator.literal)  # `@api.post("/chat")` on an app we cannot type
-                self.entries.setdefault(node.id, Entry(node.id, "route", INTERACTIVE, route))
+                self._default_entry(Entry(node.id, "route", INTERACTIVE, route))
 
     def _add_entry(self, entry: Entry) -> None:
         """An entry point; where two decorators say different things, someone waiting (interactive) wins."""
+        if self._log is not None:
+            self._log.append(("a", entry))
         current = self.entries.get(entry.node)
         if current is None or (current.kind == WORKER and entry.kind == INTERACTIVE):
             self.entries[entry.node] = entry
@@ -404,7 +462,7 @@ class ProjectModel:
             for _, ref in call.args:  # asyncio.create_task(worker()): worker runs beside its spawner
                 target = self._argument_target(node.id, ref)
                 if target is not None and target.kind == "function":
-                    self.spawned.add(target.node)
+                    self._add_spawned(target.node)
 
     def _argument_target(self, node_id: int, ref: str) -> Target | None:
         """What an argument hands over: `asyncio.run(main())` hands `main` (the call runs it), `add_route("/",
@@ -429,7 +487,7 @@ class ProjectModel:
                     if registration.in_caller:  # a sync wrapper's `asyncio.run(coro())`: as its caller
                         node.edges.append((target, E_CALL, call))
                     else:
-                        self.once.add(target)
+                        self._add_once(target)
         return registered
 
     def _registered(self, node_id: int, call: Call, registration: Registration, seen: set[str]) -> list[int]:
@@ -474,7 +532,8 @@ class ProjectModel:
         for base in self._library_bases((path, klass.key), set()):
             for entry in self.knowledge.once_bases:  # Django's BaseCommand.handle, AppConfig.ready
                 if entry.types.match(base):
-                    self.once.update(self._class_methods((path, klass.key), entry.methods))
+                    for method in self._class_methods((path, klass.key), entry.methods):
+                        self._add_once(method)
 
     def _library_bases(self, klass: tuple[str, str], seen: set) -> list[str]:
         """Qualified names of the library classes `klass` derives from (through project classes)."""
@@ -824,6 +883,7 @@ class ProjectModel:
         guards: dict[int, tuple[str, ...]] = {}  # the switches each one's blocking step needs on
         callers: dict[int, list[tuple[int, Call]]] = {}
         queue: deque[int] = deque()
+        replay = self._replay
         for node in self.nodes:
             function = node.function
             if function.is_async or node.cached or not function.key:
@@ -831,17 +891,15 @@ class ProjectModel:
             for callee, edge, call in node.edges:
                 if edge == E_CALL and call is not None and not call.lazy and not self.nodes[callee].function.generator:
                     callers.setdefault(callee, []).append((node.id, call))
-            setup = self._is_setup(node.id)
-            for call in function.calls:
-                found = self.blocking_call(node.id, call)
-                if found is not None and not (setup and found.file_io) and \
-                        not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
-                    if node.id not in blocks or (guards[node.id] and not call.guards):
-                        blocks[node.id] = (call, None, found)
-                        guards[node.id] = call.guards
-                    if not call.guards:
-                        break
-            if node.id in blocks:
+            if replay is not None and replay.clean(node.path):
+                call = replay.direct_blocking(self, node)
+                found = self.blocking_call(node.id, call) if call is not None else None
+            else:
+                call, found = self._direct_blocking(node)
+            self._direct[node.id] = call
+            if call is not None and found is not None:
+                blocks[node.id] = (call, None, found)
+                guards[node.id] = call.guards
                 queue.append(node.id)
         terminal = {node_id: blocks[node_id][2] for node_id in queue}
         while queue:
@@ -861,6 +919,21 @@ class ProjectModel:
         self._blocks = blocks
         self._guards = guards
         return blocks
+
+    def _direct_blocking(self, node: Node) -> tuple[Call | None, Blocking | None]:
+        """The blocking library call a sync function makes itself (the first not under a switch, else the first
+        under one), with what it calls; (None, None) when it makes none."""
+        chosen: tuple[Call | None, Blocking | None] = (None, None)
+        setup = self._is_setup(node.id)
+        for call in node.function.calls:
+            found = self.blocking_call(node.id, call)
+            if found is not None and not (setup and found.file_io) and \
+                    not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
+                if chosen[0] is None or (chosen[0].guards and not call.guards):
+                    chosen = (call, found)
+                if not call.guards:
+                    break
+        return chosen
 
     def _guards_through(self, caller: int, call: Call, callee: int, needs: tuple[str, ...]) -> tuple[str, ...] | None:
         """What the caller's blocking through `call` still depends on: its own switches around the call, and
