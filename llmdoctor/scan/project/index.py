@@ -42,6 +42,7 @@ AWAIT = 1  # awaited here
 LAMBDA = 2  # called inside a lambda defined here (runs when the lambda runs: not this function's own call)
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `try: ... except* E:` from Python 3.11
 _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
 
 
@@ -447,7 +448,9 @@ class _Reader:
     def statement(self, node: ast.stmt) -> None:
         kind = type(node)
         self.statement_line = node.lineno
-        if kind in _DEFS:
+        if kind is ast.Expr:  # the most frequent statement: a call, a docstring
+            self.expressions([node.value])
+        elif kind in _DEFS:
             self.function_def(node)
         elif kind is ast.ClassDef:
             self.class_def(node)
@@ -486,7 +489,7 @@ class _Reader:
             self.expressions([node.test])
             self.block(node.body)
             self.block(node.orelse)
-        elif kind is ast.Try or kind.__name__ == "TryStar":
+        elif kind in _TRIES:
             self.block(node.body)
             for handler in node.handlers:
                 if handler.name:
@@ -497,7 +500,7 @@ class _Reader:
                 self.lazy_depth -= once
             self.block(node.orelse)
             self.block(node.finalbody)
-        elif kind.__name__ == "Match":
+        elif kind is ast.Match:
             self.expressions([node.subject])
             for case in node.cases:
                 self.expressions([case.guard])
@@ -701,37 +704,42 @@ class _Reader:
 
     # ------------------------------------------------------------------ expressions
 
-    def expressions(self, roots: list) -> None:
-        """Record every call under `roots` (lambdas' bodies as LAMBDA calls, comprehensions inherit)."""
-        stack: list[tuple[ast.AST, int]] = [(root, CALL) for root in roots if root is not None]
+    def expressions(self, roots: list, mode: int = CALL) -> None:
+        """Record every call under `roots` (lambdas' bodies as LAMBDA calls, comprehensions inherit), in the
+        order written."""
+        stack = [root for root in roots if root is not None]
         function = self.executing()
         fields_of = NODE_FIELDS
-        name_node, constant, attribute = ast.Name, ast.Constant, ast.Attribute
+        name_node, constant, attribute, call, awaited = ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Await
         while stack:
-            node, mode = stack.pop()
+            node = stack.pop()
             kind = type(node)
             if kind is name_node or kind is constant:  # the most frequent nodes: nothing below them
                 continue
             if kind is attribute:
-                stack.append((node.value, mode))
+                stack.append(node.value)
                 continue
-            if kind is ast.Call:
+            if kind is call:
                 self.call(node, function, mode)
-                stack.extend((child, mode) for child in _call_children(node))
+                stack.append(node.func)
+                stack.extend(node.args)
+                stack.extend([k.value for k in node.keywords])
                 continue
-            if kind is ast.Await:
+            if kind is awaited:
                 value = node.value
-                if type(value) is ast.Call:
+                if type(value) is call:
                     self.call(value, function, AWAIT if mode == CALL else mode)
-                    stack.extend((child, mode) for child in _call_children(value))
+                    stack.append(value.func)
+                    stack.extend(value.args)
+                    stack.extend([k.value for k in value.keywords])
                     continue
-                stack.append((value, mode))
+                stack.append(value)
                 continue
             if kind is ast.Lambda:  # its defaults run here, its body when the lambda runs
-                defaults = [*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None]]
-                stack.extend((default, mode) for default in defaults)
+                stack.extend(node.args.defaults)
+                stack.extend([d for d in node.args.kw_defaults if d is not None])
                 if id(node) not in self.handed_lambdas:  # (a lambda handed to a call is a function of its own)
-                    stack.append((node.body, LAMBDA))
+                    self.expressions([node.body], LAMBDA)
                 continue
             if kind is ast.NamedExpr:
                 self.bind(node.target.id, self.value_ref(node.value))
@@ -740,9 +748,9 @@ class _Reader:
             for field_name in fields_of.get(kind, ()):  # the fields of this node type that hold nodes
                 value = getattr(node, field_name, None)
                 if type(value) is list:
-                    stack.extend((child, mode) for child in value if child is not None)
+                    stack.extend([child for child in value if child is not None])
                 elif value is not None:
-                    stack.append((value, mode))
+                    stack.append(value)
 
     def call(self, node: ast.Call, function: Function, how: int) -> None:
         ref = self.ref(node.func)
@@ -856,10 +864,6 @@ class _Reader:
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _call_children(node: ast.Call) -> list:
-    return [node.func, *node.args, *[k.value for k in node.keywords]]
 
 
 def _marks(node: ast.expr, out: list[str]) -> None:
