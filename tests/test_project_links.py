@@ -204,6 +204,9 @@ def test_a_task_spawned_by_a_startup_hook_shares_the_serving_loop(tmp_path):
     # a lazy one-time initialisation
     ("_cache = None\ndef fetch_user(uid):\n    global _cache\n    if _cache is None:\n"
      "        _cache = requests.get('http://users', timeout=5).json()\n    return _cache[uid]\n"),
+    # compute-if-absent into a mapping
+    ("_users = {}\ndef fetch_user(uid):\n    if _users.get(uid) is None:\n"
+     "        _users[uid] = requests.get(f'http://users/{uid}', timeout=5).json()\n    return _users[uid]\n"),
     # cached: the body runs once per argument
     ("import functools\n@functools.lru_cache\ndef fetch_user(uid):\n"
      "    return requests.get(f'http://users/{uid}', timeout=5).json()\n"),
@@ -323,6 +326,43 @@ def test_a_cached_function_runs_once_so_what_it_calls_is_not_per_request(tmp_pat
             return settings()
         """})
     assert found(scan(root_only_cached), "LLM003") == []
+
+
+MEMO_ROUTES = """
+    from fastapi import FastAPI
+    from app.clients import make_client
+    app = FastAPI()
+    _clients = {}
+
+    @app.get("/users/{uid}")
+    def get_user(uid: int, key: str):
+        GUARD
+        return client.get(f"http://users/{uid}", timeout=5).json()
+    """
+MEMO_CLIENTS = """
+    import requests
+
+    def make_client(key):
+        session = requests.Session()
+        session.headers["Authorization"] = key
+        return session
+    """
+
+
+@pytest.mark.parametrize("guard, per_request", [
+    # the caller keeps what the factory makes in a module-level dict: one client per key, not per request
+    ("client = _clients.get(key)\n        if not client:\n            client = make_client(key)\n"
+     "            _clients[key] = client", False),
+    ("if _clients.get(key) is None:\n            _clients[key] = make_client(key)\n        client = _clients[key]",
+     False),
+    ("if key not in _clients:\n            _clients[key] = make_client(key)\n        client = _clients[key]", False),
+    # a lazy guard on a local only: still a client per request
+    ("client = None\n        if client is None:\n            client = make_client(key)", True),
+])
+def test_a_factory_call_memoised_by_its_caller_is_not_per_request(tmp_path, guard, per_request):
+    root = write(tmp_path, {"app/__init__.py": "", "app/clients.py": MEMO_CLIENTS,
+                            "app/routes.py": MEMO_ROUTES.replace("GUARD", guard)})
+    assert found(scan(root), "LLM003") == ([("app/clients.py", 5, "LLM003")] if per_request else [])
 
 
 def test_a_nested_project_is_its_own_and_its_findings_are_reported_once(tmp_path):

@@ -62,6 +62,7 @@ class Call:
     literal: str | None = None  # the first positional argument, when a string literal
     mode: str | None = None  # the second positional argument or `mode=`, when a string literal (`open`)
     lazy: bool = False  # under a lazy-initialisation guard (`if self._x is None: self._x = ...`)
+    memo: bool = False  # ... that keeps what it makes beyond the call (`self._x`, `cache[key]`): once per key
     guards: tuple[str, ...] = ()  # switches of the function (below) the call runs under (`if synthesize:`)
     falsy: tuple[str, ...] = ()  # arguments (position or keyword) given as a literal False / None / 0 / ""
     positional: int = 0  # how many positional arguments it passes (-1: `*args`, any number)
@@ -69,17 +70,18 @@ class Call:
     def to_json(self) -> list:
         return [self.ref, self.kind, self.line, self.col, self.end_line, self.end_col, self.stmt_line, self.text,
                 list(self.keywords), list(self.marks), [list(a) for a in self.args], self.literal, self.mode,
-                self.lazy, list(self.guards), list(self.falsy), self.positional]
+                self.lazy, list(self.guards), list(self.falsy), self.positional, self.memo]
 
     @classmethod
     def from_json(cls, data: list) -> Call:
         (ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy, guards,
-         falsy, positional) = data
+         falsy, positional, memo) = data
         # (checked inline, most lists empty: a warm pre-commit run reads ~15,000 calls)
         if not (type(ref) is str and kind in (CALL, AWAIT, LAMBDA) and type(line) is int and type(col) is int
                 and type(end_line) is int and type(end_col) is int and type(stmt) is int
                 and 0 < line < _MAX and 0 < col < _MAX and 0 < end_line < _MAX and 0 < end_col < _MAX
-                and 0 < stmt < _MAX and type(text) is str and type(lazy) is bool and type(positional) is int
+                and 0 < stmt < _MAX and type(text) is str and type(lazy) is bool and type(memo) is bool
+                and type(positional) is int
                 and (literal is None or type(literal) is str) and (mode is None or type(mode) is str)
                 and type(keywords) is list and type(marks) is list and type(args) is list
                 and type(guards) is list and type(falsy) is list
@@ -89,7 +91,8 @@ class Call:
                                      for a in args))):
             raise ValueError("index: a call of the wrong shape")
         return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
-                   tuple((a[0], a[1]) for a in args), literal, mode, lazy, tuple(guards), tuple(falsy), positional)
+                   tuple((a[0], a[1]) for a in args), literal, mode, lazy, tuple(guards), tuple(falsy), positional,
+                   memo)
 
 
 @dataclass(slots=True)
@@ -264,13 +267,14 @@ def index_module(source: str, tree: ast.Module, interest=None) -> ModuleIndex:
 
 
 class _Scope:
-    __slots__ = ("bindings", "function", "kind", "klass")
+    __slots__ = ("bindings", "function", "globals", "kind", "klass")
 
     def __init__(self, kind: str, function: Function | None = None, klass: ClassInfo | None = None) -> None:
         self.kind = kind  # "module" | "class" | "function"
         self.bindings: dict[str, str | None] = {}
         self.function = function
         self.klass = klass
+        self.globals: set[str] = set()  # names a `global` / `nonlocal` statement takes out of this scope
 
 
 class _Reader:
@@ -285,6 +289,7 @@ class _Reader:
         self.scopes: list[_Scope] = []
         self.keys_seen: dict[str, int] = {}
         self.lazy_depth = 0
+        self.memo_depth = 0
         self.guards: list[str] = []  # the switches of the current function tested by the `if`s around
         self.statement_line = 1
         self.imported_names: set[str] = set()  # module-level names an import binds
@@ -506,7 +511,7 @@ class _Reader:
                 self.expressions([case.guard])
                 self.block(case.body)
         elif kind is ast.Global or kind is ast.Nonlocal:
-            return
+            self.scopes[-1].globals.update(node.names)
         elif kind is ast.Return:
             self.expressions([node.value])
             self._note_return(node.value)
@@ -593,15 +598,27 @@ class _Reader:
             self.main_block = True
         lazy = _lazy_target(node.test)
         guarded = (lazy is not None and _assigns(node.body, lazy)) or _once_guard(node.test)
-        if guarded:
-            self.lazy_depth += 1
+        kept = guarded and lazy is not None and self._kept(lazy, node.body)
+        self.lazy_depth += guarded
+        self.memo_depth += kept
         switches = self._switches_tested(node.test)
         self.guards.extend(switches)
         self.block(node.body)
         del self.guards[len(self.guards) - len(switches):]
-        if guarded:
-            self.lazy_depth -= 1
+        self.lazy_depth -= guarded
+        self.memo_depth -= kept
         self.block(node.orelse)
+
+    def _kept(self, target: str, body: list) -> bool:
+        """Whether what a lazy guard on `target` makes outlives the call: `target` is an attribute
+        (`self._client`), a key of a container (`cache[]`), a module-level name, or a local the body also stores
+        in one (`client = get_client(); cache[key] = client`)."""
+        if "." in target or target.endswith("[]"):
+            return True
+        scope = self.scopes[-1] if self.scopes else None
+        if scope is None or scope.kind == "module" or target in scope.globals:
+            return True
+        return _stores(body, target)
 
     def _switches_tested(self, test: ast.expr) -> list[str]:
         """`if synthesize:` / `elif path is not None:` / `if synthesize and model is None:`: the body runs only
@@ -661,9 +678,11 @@ class _Reader:
         function.switches = _switches(arguments, bound=function.owner is not None and not function.static)
         self.scopes.append(scope)
         saved_lazy, self.lazy_depth = self.lazy_depth, 0
+        saved_memo, self.memo_depth = self.memo_depth, 0
         saved_guards, self.guards = self.guards, []
         self.block(node.body)
         self.lazy_depth = saved_lazy
+        self.memo_depth = saved_memo
         self.guards = saved_guards
         self.scopes.pop()
 
@@ -792,8 +811,8 @@ class _Reader:
         function.calls.append(Call(
             ref=ref or "?", kind=how, line=line, col=col, end_line=end_line, end_col=end_col,
             stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
-            literal=literal, mode=mode, lazy=self.lazy_depth > 0, guards=tuple(self.guards), falsy=tuple(falsy),
-            positional=-1 if starred else len(node.args),
+            literal=literal, mode=mode, lazy=self.lazy_depth > 0, memo=self.memo_depth > 0, guards=tuple(self.guards),
+            falsy=tuple(falsy), positional=-1 if starred else len(node.args),
         ))
 
     def _call_arguments(self, node: ast.Call, function: Function) -> list[tuple[str, str]]:
@@ -939,12 +958,14 @@ def _is_main_test(test: ast.expr) -> bool:
 
 def _lazy_target(test: ast.expr) -> str | None:
     """The name a lazy-initialisation guard tests: `x is None`, `not x`, `key not in cache`, `not hasattr(self,
-    "a")`."""
+    "a")`, `cache.get(key) is None`."""
     kind = type(test)
     if kind is ast.UnaryOp and isinstance(test.op, ast.Not):
         operand = test.operand
         if type(operand) in _LAZY_TESTS:
             return _text_target(operand)
+        if _mapping_get(operand):
+            return _text(operand.func.value) + "[]"
         if type(operand) is ast.Call and _text(operand.func) == "hasattr" and len(operand.args) == 2:
             holder, name = operand.args
             if type(name) is ast.Constant and isinstance(name.value, str):
@@ -954,6 +975,8 @@ def _lazy_target(test: ast.expr) -> str | None:
         op, right = test.ops[0], test.comparators[0]
         if isinstance(op, (ast.Is, ast.Eq)) and _is_none(right) and type(test.left) in _LAZY_TESTS:
             return _text_target(test.left)
+        if isinstance(op, (ast.Is, ast.Eq)) and _is_none(right) and _mapping_get(test.left):
+            return _text(test.left.func.value) + "[]"
         if isinstance(op, ast.NotIn) and type(right) in _LAZY_TESTS:
             return _text_target(right) + "[]"
     if kind is ast.BoolOp and isinstance(test.op, ast.Or):
@@ -962,6 +985,12 @@ def _lazy_target(test: ast.expr) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def _mapping_get(node: ast.expr) -> bool:
+    """`cache.get(key)`: the same test as `key not in cache` when the guarded body fills `cache[key]`."""
+    return (type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "get"
+            and len(node.args) == 1 and not node.keywords and type(node.func.value) in _LAZY_TESTS)
 
 
 ONCE_TESTS = frozenset({"exists", "is_file", "is_dir", "isfile", "isdir", "find_spec", "find_module"})
@@ -1003,6 +1032,21 @@ def _assigns(body: list, target: str) -> bool:
                 continue
             for t in targets:
                 if _text_target(t) == target:
+                    return True
+    return False
+
+
+def _stores(body: list, name: str) -> bool:
+    """Whether `body` stores the local `name` in a container or an attribute (`cache[key] = name`,
+    `self.client = name`, `cache.setdefault(key, name)`)."""
+    for node in body:
+        for child in ast.walk(node):
+            kind = type(child)
+            if kind is ast.Assign and type(child.value) is ast.Name and child.value.id == name:
+                if any(type(t) in (ast.Subscript, ast.Attribute) for t in child.targets):
+                    return True
+            elif kind is ast.Call and type(child.func) is ast.Attribute and child.func.attr == "setdefault":
+                if any(type(a) is ast.Name and a.id == name for a in child.args[1:]):
                     return True
     return False
 

@@ -826,7 +826,8 @@ class ProjectModel:
                ) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
         """Breadth first from `seeds` over every edge (but those of kind `skip`): the nodes reached and, for
         each, the one it was reached from (shortest chains). Without `through_cached`, a cached function is
-        reached but what it calls is not (its body runs once per distinct arguments, not per call)."""
+        reached but what it calls is not (its body runs once per distinct arguments, not per call), and a call
+        whose result is memoised (`if key not in cache: cache[key] = make()`) is not followed."""
         reached = set(seeds)
         parent: dict[int, tuple[int, Call | None]] = {}
         queue = deque(seeds)
@@ -835,6 +836,8 @@ class ProjectModel:
             if not through_cached and self.nodes[current].cached and current not in seeds:
                 continue
             for callee, kind, call in self.nodes[current].edges:
+                if not through_cached and call is not None and call.memo:
+                    continue
                 if kind != skip and callee not in reached and self.nodes[callee].path not in self.test_modules:
                     reached.add(callee)
                     parent[callee] = (current, call)
