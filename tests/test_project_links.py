@@ -218,6 +218,15 @@ def test_helpers_that_do_not_block_per_call(tmp_path, helper):
     assert found(scan(root), "LLM004") == []
 
 
+def test_a_guard_on_a_parameter_still_runs_per_call(tmp_path):
+    # `if not status: status = fetch_status()` fills a parameter the caller left out: every such call blocks
+    helper = ("def fetch_status():\n    return requests.get('http://status', timeout=5).json()\n\n"
+              "def fetch_user(uid, status=None):\n    if not status:\n        status = fetch_status()\n"
+              "    return status[uid]\n")
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": "import requests\n" + helper})
+    assert found(scan(root), "LLM004") == [("app/routes.py", 8, "LLM004")]
+
+
 def test_offloaded_and_suppressed_call_sites(tmp_path):
     routes = HANDLER.replace("return fetch_user(uid)", "return await asyncio.to_thread(fetch_user, uid)")
     root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": "import asyncio\n" + routes,

@@ -597,8 +597,8 @@ class _Reader:
         if self.scope.kind == "module" and _is_main_test(node.test):
             self.main_block = True
         lazy = _lazy_target(node.test)
-        guarded = (lazy is not None and _assigns(node.body, lazy)) or _once_guard(node.test)
-        kept = guarded and lazy is not None and self._kept(lazy, node.body)
+        kept = lazy is not None and _assigns(node.body, lazy) and self._kept(lazy, node.body)
+        guarded = kept or _once_guard(node.test)
         self.lazy_depth += guarded
         self.memo_depth += kept
         switches = self._switches_tested(node.test)
