@@ -374,6 +374,37 @@ def test_a_factory_call_memoised_by_its_caller_is_not_per_request(tmp_path, guar
     assert found(scan(root), "LLM003") == ([("app/clients.py", 5, "LLM003")] if per_request else [])
 
 
+FORWARDING = """
+    import requests
+
+    def _request(method, path, **kwargs):
+        return requests.request(method, "https://api.example.com" + path, **kwargs)
+
+    def get_user(uid):
+        return _request("GET", f"/users/{uid}", headers={"Accept": "json"})
+    """
+
+
+@pytest.mark.parametrize("caller, reported", [
+    ("", True),  # no call passes `timeout=`: the forwarded keywords never hold one
+    ("def get_team(tid):\n    return _request('GET', f'/teams/{tid}', timeout=5)\n", False),
+    ("def get_any(**options):\n    return _request('GET', '/any', **options)\n", False),
+    ("import functools\nretry = functools.partial(_request, 'GET')\n", False),  # handed over: callers unknown
+])
+def test_a_timeout_forwarded_through_kwargs_is_checked_at_every_caller(tmp_path, caller, reported):
+    root = write(tmp_path, {"api.py": FORWARDING + "\n" + caller})
+    findings = [f for f in scan(root) if f.rule == "LLM006"]
+    assert [(f.path, f.line) for f in findings] == ([("api.py", 5)] if reported else [])
+    if reported:
+        assert "no call of `_request` in the project passes `timeout=`" in findings[0].message
+        assert findings[0].extra["callers"] == 1 and "autofix" not in findings[0].extra
+
+
+def test_a_public_function_forwarding_kwargs_is_not_reported(tmp_path):
+    root = write(tmp_path, {"api.py": FORWARDING.replace("_request", "request_api")})
+    assert [f for f in scan(root) if f.rule == "LLM006"] == []  # callers outside the project may pass it
+
+
 def test_a_nested_project_is_its_own_and_its_findings_are_reported_once(tmp_path):
     root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS,
                             "examples/pyproject.toml": "[project]\nname = 'examples'\n",

@@ -17,6 +17,7 @@ from llmdoctor.scan.project.model import OFFLINE, RUN_ONCE, ProjectModel, Step
 FUNCTION_KEY = "_function"
 ONLY_IN = "_only_in"  # a candidate's extra: the contexts it may be reported in at all
 EVERYWHERE = "everywhere"  # a candidate's extra: a bug in any context (anthropic's long non-streaming call)
+FORWARDED_KEYWORD = "_forwarded_keyword"  # a candidate's extra: reported only if no caller passes this keyword
 DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", RUN_ONCE: "report",
                   OFFLINE: "off"}
 
@@ -112,6 +113,12 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     key = extra.pop(FUNCTION_KEY, "")
     everywhere = extra.pop(EVERYWHERE, False)
     only_in = extra.pop(ONLY_IN, None)
+    forwarded = extra.pop(FORWARDED_KEYWORD, None)
+    if forwarded is not None:
+        callers = model.callers_omitting(path, key, forwarded)
+        if not callers:
+            return None
+        extra["callers"] = callers
     context = model.context_of(path, key)
     if only_in is not None and context.kind not in only_in and not every_context:
         return None

@@ -178,6 +178,7 @@ class ProjectModel:
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
+        self._callers: dict[int, list[tuple[int, Call | None]]] | None = None  # callee -> (edge kind, call site)
         self._guards: dict[int, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------ questions
@@ -300,6 +301,30 @@ class ProjectModel:
             found = self._method(target.klass, "__call__")
             return [found] if found is not None else []
         return []
+
+    def callers_omitting(self, path: str, key: str, keyword: str) -> int:
+        """How many calls in the project reach the private function `key` of `path`, when they are all known
+        (it is never handed over as a callback) and none passes `keyword=` or `**`; else 0."""
+        node = self.node(path, key)
+        if node is None or not node.function.name.startswith("_") or node.function.name.startswith("__"):
+            return 0
+        if self._callers is None:
+            self._callers = {}
+            for caller in self.nodes:
+                for callee, kind, call in caller.edges:
+                    self._callers.setdefault(callee, []).append((kind, call))
+        count = 0
+        for kind, call in self._callers.get(node.id, []):
+            if call is None:
+                return 0
+            if kind not in (E_CALL, E_AWAIT):
+                if all(ref.endswith(CALLED) for _, ref in call.args):
+                    continue  # `results.append(f())`: handed what a call returned, not the function
+                return 0
+            if keyword in call.keywords or "**" in call.keywords:
+                return 0
+            count += 1
+        return count
 
     def is_offload(self, node_id: int, call: Call) -> bool:
         qualified = self.qualified(node_id, call.ref)

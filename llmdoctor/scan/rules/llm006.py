@@ -5,6 +5,8 @@ Reported: a call of a library whose timeout entry says `missing_is_finding` (req
 `Session` request methods) without the timeout keyword; a literal `timeout=None` where `none_disables`
 (constructors unless `constructor: false` / `constructor_none_disables: false`; calls when `per_call`).
 `asyncio.to_thread(f, *args, **kwargs)` is read as the call `f(*args, **kwargs)` and reported where it is.
+A private function handing its own `**kwargs` on is a candidate the project model keeps only where no call of
+it passes the timeout keyword (link.py, `callers_omitting`).
 Not reported: a timeout passed as any expression or possibly through `*args`/`**kwargs`; requests `Session`
 calls in a module that defines its own `HTTPAdapter` subclass or patches `session.request` (a default
 timeout is the usual reason). Where it runs (test modules, scripts) is the project model's context and the
@@ -24,7 +26,7 @@ MISSING_FIX = ("pass `timeout=(connect, read)`, e.g. `timeout=(3.05, 30)`: a con
 NONE_FIX = ("pass a finite timeout: a short connect bound and a read bound long enough for the slowest "
             "expected response (httpx-based clients: `httpx.Timeout(120, connect=5)`)")
 
-
+FORWARDED_KEYWORD = "_forwarded_keyword"  # a candidate's extra (llmdoctor/scan/project/link.py)
 THREAD_OFFLOAD = "asyncio.to_thread"  # to_thread(func, /, *args, **kwargs): func(*args, **kwargs) in a thread
 
 
@@ -43,7 +45,7 @@ class HttpCallWithoutTimeout(Rule):
         super().__init__(*args, **kwargs)
         self._knowledge: ClientKnowledge = client_knowledge(self.catalog)
         self._adapter_defaults = False  # the module may give its requests sessions a default timeout
-        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool, str, bool, dict]] = []
+        self._pending: list[tuple[cst.Call, cst.CSTNode | None, str, str, bool, str, bool, dict | None, dict]] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:  # class TimeoutHTTPAdapter(HTTPAdapter): sends with a default timeout
@@ -56,11 +58,11 @@ class HttpCallWithoutTimeout(Rule):
                 self._adapter_defaults = True
 
     def leave_Module(self, node: cst.Module) -> None:
-        for call, statement, message, fix, session_missing, function, configures, autofix in self._pending:
+        for call, statement, message, fix, session_missing, function, configures, autofix, extra in self._pending:
             if session_missing and self._adapter_defaults:
                 continue
             self.report(call, message, fix=fix, statement=statement, function=function, configures=configures,
-                        autofix=autofix)
+                        autofix=autofix, **extra)
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.context.callee_name(node)
@@ -116,7 +118,11 @@ class HttpCallWithoutTimeout(Rule):
         if not kwarg:
             return
         value = None
+        forwarded = None  # the enclosing function's own `**kwargs`, handed on whole
         for arg in call.args:
+            if arg.star == "**" and forwarded is None and self._own_keywords(arg.value):
+                forwarded = arg.value.value
+                continue
             if arg.star:
                 return  # the timeout may arrive through *args / **kwargs
             if arg.keyword is not None and arg.keyword.value == kwarg:
@@ -125,12 +131,19 @@ class HttpCallWithoutTimeout(Rule):
         autofix = {"kind": "timeout", "kwarg": kwarg, "unit": timeout.get("unit", "s")}
         if value is None:
             if missing_applies and timeout.get("missing_is_finding"):
-                self._pending.append((
-                    node, self.context.statement,
-                    (f"`{shown}()` has no `{kwarg}=`: {owner.split('.')[0]} has no default timeout, so a "
-                     "stalled server holds this call (and the worker running it) forever"),
-                    MISSING_FIX, session, self.context.function_key, False, {**autofix, "missing": True},
-                ))
+                library = owner.split('.')[0]
+                if forwarded is None:
+                    message = (f"`{shown}()` has no `{kwarg}=`: {library} has no default timeout, so a stalled "
+                               "server holds this call (and the worker running it) forever")
+                    fixable, extra = {**autofix, "missing": True}, {}
+                else:  # reported only where no call of this function in the project passes the keyword
+                    message = (f"`{shown}()` takes its keywords from `**{forwarded}`, and no call of "
+                               f"`{self.context.scope.name}` in the project passes `{kwarg}=`: {library} has no "
+                               "default timeout, so a stalled server holds this call (and the worker running it) "
+                               "forever")
+                    fixable, extra = None, {FORWARDED_KEYWORD: kwarg}
+                self._pending.append((node, self.context.statement, message, MISSING_FIX, session,
+                                      self.context.function_key, False, fixable, extra))
             return
         if not (isinstance(value, cst.Name) and value.value == "None") or not timeout.get("none_disables"):
             return
@@ -141,4 +154,13 @@ class HttpCallWithoutTimeout(Rule):
             message = (f"`{kwarg}=None` on `{shown}()` turns off {owner}'s default timeout ({default}): a stalled "
                        "server holds this call forever")
         self._pending.append((node, self.context.statement, message, NONE_FIX, False, self.context.function_key,
-                              configures, autofix))
+                              configures, autofix, {}))
+
+    def _own_keywords(self, value: cst.BaseExpression) -> bool:
+        """Whether `value` is the `**` parameter of the function being visited (`def f(url, **kwargs)`)."""
+        scope = self.context.scope
+        if scope is None or scope.kind != "function" or not isinstance(value, cst.Name):
+            return False
+        star = getattr(scope.node, "params", None)
+        star = star.star_kwarg if star is not None else None
+        return star is not None and star.name.value == value.value
