@@ -8,7 +8,8 @@ Two shapes, inside a function:
 
 Whether the function runs per request is the project model's answer (its execution context, the YAML's
 `contexts:`): on a serving path, in any module, it is reported with the chain from the entry point; in
-unknown code only where the calls visibly repeat (a loop that does not sleep: the `repeats` flag).
+unknown code only where the calls visibly repeat (a loop that neither sleeps nor retries: the `repeats` flag);
+never inside a polling loop (one that sleeps between requests).
 The rule decides the local part, by value flow when the function is left: an object stored somewhere that
 outlives the call (an attribute or subscript, a global, a storing method such as `registry.add(c)`, a
 closure) is a reused client, not a per-call one; one that is returned makes the function a factory, which is
@@ -90,6 +91,7 @@ class ClientPerCall(Rule):
         self._open: list[int] = []  # candidate calls being visited (a nested one is reported with its outer one)
         self._loops: list[int] = []  # id() of the loops and comprehensions being visited
         self._polling: set[int] = set()  # loops that sleep
+        self._retrying: set[int] = set()  # loops that end once a call succeeds
         self._loop_nodes: list[cst.CSTNode] = []  # keeps the ids above unique
         self._pending: list[tuple[_Candidate, Scope, bool]] = []  # (candidate, its function, returned)
         self._module_frame: _Frame | None = None
@@ -97,6 +99,8 @@ class ClientPerCall(Rule):
     def visit_For(self, node: cst.For) -> None:
         self._loops.append(id(node))
         self._loop_nodes.append(node)
+        if _retries(node):
+            self._retrying.add(id(node))
 
     def leave_For(self, node: cst.For) -> None:
         self._loops.pop()
@@ -298,7 +302,9 @@ class ClientPerCall(Rule):
         where = {"lambda": "a lambda", "module": "the module's top-level code", "class": "a class body"}.get(
             scope.kind, f"`{scope.name}`")
         shown = dotted_name(candidate.call.func) or candidate.callee
-        repeats = bool(candidate.loops) and not self._polling.intersection(candidate.loops)
+        if candidate.loops and candidate.loops[-1] in self._polling:
+            return  # a polling loop: the sleep between requests dwarfs a pool's setup, wherever it runs
+        repeats = bool(candidate.loops) and not (self._polling | self._retrying).intersection(candidate.loops)
         if not candidate.constructor:
             library = self._knowledge.module_functions[candidate.callee]
             cost = f": {library.function_cost}" if library.function_cost else ""
@@ -326,6 +332,24 @@ class ClientPerCall(Rule):
                        f"drops it: each call pays the setup and opens new connections (no keep-alive){cost}")
         self.report(candidate.call, message, statement=candidate.statement, function=candidate.function,
                     fix=fix, call=candidate.callee, repeats=repeats)
+
+
+def _retries(loop: cst.CSTNode) -> bool:
+    """A retry loop (`for _ in range(n):` or `while ...:` that returns or breaks once the call succeeds)
+    repeats only on failure: it is no evidence that the calls repeat."""
+    if isinstance(loop, cst.For):
+        if not (isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "range"):
+            return False
+    elif not isinstance(loop, cst.While):
+        return False
+    stack = list(loop.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Return, cst.Break)):
+            return True
+        if not isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return False
 
 
 def _closure(escaped: set[str], sources: dict[str, set[str]]) -> set[str]:
