@@ -204,6 +204,11 @@ def test_a_task_spawned_by_a_startup_hook_shares_the_serving_loop(tmp_path):
     # a lazy one-time initialisation
     ("_cache = None\ndef fetch_user(uid):\n    global _cache\n    if _cache is None:\n"
      "        _cache = requests.get('http://users', timeout=5).json()\n    return _cache[uid]\n"),
+    # a file shipped with the code (a path built from `__file__`): read from the page cache, a few KB
+    ("import os\ndef fetch_user(uid):\n    here = os.path.dirname(os.path.abspath(__file__))\n"
+     "    path = os.path.join(here, 'users.json')\n    with open(path) as f:\n        return f.read()\n"),
+    ("import os\nUSERS = os.path.join(os.path.dirname(__file__), 'users.json')\ndef fetch_user(uid):\n"
+     "    with open(USERS) as f:\n        return f.read()\n"),
     # compute-if-absent into a mapping
     ("_users = {}\ndef fetch_user(uid):\n    if _users.get(uid) is None:\n"
      "        _users[uid] = requests.get(f'http://users/{uid}', timeout=5).json()\n    return _users[uid]\n"),

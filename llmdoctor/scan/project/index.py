@@ -63,6 +63,7 @@ class Call:
     mode: str | None = None  # the second positional argument or `mode=`, when a string literal (`open`)
     lazy: bool = False  # under a lazy-initialisation guard (`if self._x is None: self._x = ...`)
     memo: bool = False  # ... that keeps what it makes beyond the call (`self._x`, `cache[key]`): once per key
+    shipped: bool = False  # its first argument or receiver is a path built from `__file__` (a file of the code)
     guards: tuple[str, ...] = ()  # switches of the function (below) the call runs under (`if synthesize:`)
     falsy: tuple[str, ...] = ()  # arguments (position or keyword) given as a literal False / None / 0 / ""
     positional: int = 0  # how many positional arguments it passes (-1: `*args`, any number)
@@ -70,18 +71,18 @@ class Call:
     def to_json(self) -> list:
         return [self.ref, self.kind, self.line, self.col, self.end_line, self.end_col, self.stmt_line, self.text,
                 list(self.keywords), list(self.marks), [list(a) for a in self.args], self.literal, self.mode,
-                self.lazy, list(self.guards), list(self.falsy), self.positional, self.memo]
+                self.lazy, list(self.guards), list(self.falsy), self.positional, self.memo, self.shipped]
 
     @classmethod
     def from_json(cls, data: list) -> Call:
         (ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy, guards,
-         falsy, positional, memo) = data
+         falsy, positional, memo, shipped) = data
         # (checked inline, most lists empty: a warm pre-commit run reads ~15,000 calls)
         if not (type(ref) is str and kind in (CALL, AWAIT, LAMBDA) and type(line) is int and type(col) is int
                 and type(end_line) is int and type(end_col) is int and type(stmt) is int
                 and 0 < line < _MAX and 0 < col < _MAX and 0 < end_line < _MAX and 0 < end_col < _MAX
                 and 0 < stmt < _MAX and type(text) is str and type(lazy) is bool and type(memo) is bool
-                and type(positional) is int
+                and type(shipped) is bool and type(positional) is int
                 and (literal is None or type(literal) is str) and (mode is None or type(mode) is str)
                 and type(keywords) is list and type(marks) is list and type(args) is list
                 and type(guards) is list and type(falsy) is list
@@ -92,7 +93,7 @@ class Call:
             raise ValueError("index: a call of the wrong shape")
         return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
                    tuple((a[0], a[1]) for a in args), literal, mode, lazy, tuple(guards), tuple(falsy), positional,
-                   memo)
+                   memo, shipped)
 
 
 @dataclass(slots=True)
@@ -267,7 +268,7 @@ def index_module(source: str, tree: ast.Module, interest=None) -> ModuleIndex:
 
 
 class _Scope:
-    __slots__ = ("bindings", "function", "globals", "kind", "klass")
+    __slots__ = ("bindings", "function", "globals", "kind", "klass", "shipped")
 
     def __init__(self, kind: str, function: Function | None = None, klass: ClassInfo | None = None) -> None:
         self.kind = kind  # "module" | "class" | "function"
@@ -275,6 +276,7 @@ class _Scope:
         self.function = function
         self.klass = klass
         self.globals: set[str] = set()  # names a `global` / `nonlocal` statement takes out of this scope
+        self.shipped: set[str] = set()  # names holding a path built from `__file__`
 
 
 class _Reader:
@@ -462,9 +464,12 @@ class _Reader:
         elif kind is ast.Assign:
             self.expressions([node.value])
             value = self.value_ref(node.value)
+            shipped = self._shipped(node.value)
             for target in node.targets:
                 self.assign(target, value)
                 self._note_switch_attribute(target, node.value)
+                if type(target) is ast.Name:
+                    (self.scope.shipped.add if shipped else self.scope.shipped.discard)(target.id)
         elif kind is ast.AnnAssign:
             self.expressions([node.value])
             value = self.value_ref(node.value) if node.value is not None else None
@@ -608,6 +613,17 @@ class _Reader:
         self.lazy_depth -= guarded
         self.memo_depth -= kept
         self.block(node.orelse)
+
+    def _shipped(self, expr: ast.expr | None) -> bool:
+        """Whether `expr` builds a path from `__file__` (`os.path.join(os.path.dirname(__file__), "task.json")`,
+        `Path(__file__).parent / "prompts"`), directly or through a name bound to one (`PROMPTS = Path(__file__)
+        .parent` at module level)."""
+        if expr is None:
+            return False
+        for node in ast.walk(expr):
+            if type(node) is ast.Name and (node.id == "__file__" or any(node.id in s.shipped for s in self.scopes)):
+                return True
+        return False
 
     def _kept(self, target: str, body: list) -> bool:
         """Whether what a lazy guard on `target` makes outlives the call: `target` is an attribute
@@ -808,11 +824,13 @@ class _Reader:
         if starred:
             keywords.append("*")
         line, col, end_line, end_col = self.span(node)
+        shipped = self._shipped(node.args[0] if node.args else None) or (
+            type(node.func) is ast.Attribute and self._shipped(node.func.value))
         function.calls.append(Call(
             ref=ref or "?", kind=how, line=line, col=col, end_line=end_line, end_col=end_col,
             stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
-            literal=literal, mode=mode, lazy=self.lazy_depth > 0, memo=self.memo_depth > 0, guards=tuple(self.guards),
-            falsy=tuple(falsy), positional=-1 if starred else len(node.args),
+            literal=literal, mode=mode, lazy=self.lazy_depth > 0, memo=self.memo_depth > 0, shipped=shipped,
+            guards=tuple(self.guards), falsy=tuple(falsy), positional=-1 if starred else len(node.args),
         ))
 
     def _call_arguments(self, node: ast.Call, function: Function) -> list[tuple[str, str]]:

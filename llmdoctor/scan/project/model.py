@@ -955,7 +955,7 @@ class ProjectModel:
         setup = self._is_setup(node.id)
         for call in node.function.calls:
             found = self.blocking_call(node.id, call)
-            if found is not None and not (setup and found.file_io) and \
+            if found is not None and not (found.file_io and (setup or call.shipped)) and \
                     not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
                 if chosen[0] is None or (chosen[0].guards and not call.guards):
                     chosen = (call, found)
