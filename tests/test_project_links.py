@@ -254,6 +254,13 @@ def test_tests_and_scripts_are_not_serving(tmp_path):
     assert found(scan(root)) == []
 
 
+def test_a_module_shadowed_by_a_package_of_the_same_name_never_runs(tmp_path):
+    # `import app.clients` finds the package app/clients/, as CPython's finder does: app/clients.py is dead
+    root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS,
+                            "app/clients/__init__.py": "def fetch_user(uid):\n    return {'id': uid}\n"})
+    assert found(scan(root)) == []
+
+
 def test_a_console_script_is_a_run_once_entry(tmp_path):
     root = write(tmp_path, {"tool/__init__.py": "", "tool/cli.py": """
         import requests

@@ -92,8 +92,8 @@ class Call:
                                      for a in args))):
             raise ValueError("index: a call of the wrong shape")
         return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
-                   tuple((a[0], a[1]) for a in args), literal, mode, lazy, tuple(guards), tuple(falsy), positional,
-                   memo, shipped)
+                   tuple((a[0], a[1]) for a in args), literal, mode, lazy=lazy, memo=memo, shipped=shipped,
+                   guards=tuple(guards), falsy=tuple(falsy), positional=positional)
 
 
 @dataclass(slots=True)

@@ -59,12 +59,17 @@ class Layout:
     def module_file(self, folder: str, parts: list[str]) -> str | None:
         """`folder/a/b.py` or `folder/a/b/__init__.py` for parts a, b (a namespace folder: its path)."""
         base = os.path.join(folder, *parts)
-        for candidate in (base + ".py", os.path.join(base, "__init__.py"), base + ".pyi"):
+        for candidate in (os.path.join(base, "__init__.py"), base + ".py", base + ".pyi"):  # as CPython's finder
             if candidate in self.files:
                 return candidate
         if base in self.dirs:
             return base  # a namespace package (a folder of modules without __init__.py)
         return None
+
+    def shadowed(self, path: str) -> bool:
+        """`x.py` beside a package `x/`: the package is what `import x` finds, so the module never runs."""
+        return (path.endswith(".py") and not path.endswith("__init__.py")
+                and os.path.join(path[:-3], "__init__.py") in self.files)
 
     def search_roots(self, importer: str) -> list[str]:
         """Folders an absolute import from `importer` is looked up in, nearest first: the first folder above

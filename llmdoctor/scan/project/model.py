@@ -5,8 +5,8 @@ It answers, for any function of the project:
 - what each of its calls reaches (`resolve`): a project function or class, or a library name (`httpx.Client.get`);
 - its execution context (`context_of`): **serving** (reached from a request entry point, with the entry and the
   chain of calls), **worker** (reached from a queued job only), **run-once** (from a `__main__` block, an
-  `asyncio.run` target, a CLI command, a startup hook, module level), **offline** (a test module, an example
-  nobody serves), or **unknown** (library code nobody in the project calls);
+  `asyncio.run` target, a CLI command, a startup hook, module level), **offline** (a test module, a module
+  shadowed by a package of the same name, an example nobody serves), or **unknown** (library code nobody in the project calls);
 - whether it blocks (`blocking_chain`): a sync function that calls a blocking library function, directly or
   through further sync project functions, not under a lazy-initialisation guard, not cached, not under a
   switch the caller leaves off.
@@ -204,7 +204,7 @@ class ProjectModel:
 
     def context(self, node_id: int) -> Context:
         node = self.nodes[node_id]
-        if node.path in self.test_modules:
+        if node.path in self.test_modules or self.layout.shadowed(node.path):
             return Context(OFFLINE)
         if node.cached:  # functools.cache & co.: the body runs once per distinct arguments
             return Context(RUN_ONCE)

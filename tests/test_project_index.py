@@ -1,0 +1,56 @@
+"""The per-file index of the project model (llmdoctor/scan/project/index.py): what it reads from a module, and
+that its cached JSON form gives the same index back."""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+
+from llmdoctor.scan.project.index import ModuleIndex, index_module
+
+SOURCE = textwrap.dedent("""
+    import os
+    import requests
+    _clients = {}
+    HERE = os.path.dirname(__file__)
+
+    def make_client(key):
+        return requests.Session()
+
+    def speak(text):
+        return text
+
+    def fetch(key, status=None, synthesize=False):
+        client = _clients.get(key)
+        if not client:
+            client = make_client(key)
+            _clients[key] = client
+        if not status:
+            status = requests.get("http://status", timeout=5)
+        if synthesize:
+            speak(status)
+        with open(os.path.join(HERE, "task.json")) as f:
+            return f.read()
+    """)
+
+
+def calls(index: ModuleIndex, function: str) -> dict[str, object]:
+    (found,) = [f for f in index.functions if f.key == function]
+    return {call.text: call for call in found.calls}
+
+
+def test_what_the_index_reads_of_each_call():
+    index = index_module(SOURCE, ast.parse(SOURCE))
+    by_text = calls(index, "fetch")
+    assert by_text["make_client"].lazy and by_text["make_client"].memo  # kept in a module-level dict
+    assert not by_text["requests.get"].lazy and not by_text["requests.get"].memo  # a parameter's guard: per call
+    assert by_text["speak"].guards == ("synthesize",)
+    assert by_text["open"].shipped and not by_text["requests.get"].shipped
+
+
+def test_the_cached_form_gives_the_same_index():
+    index = index_module(SOURCE, ast.parse(SOURCE))
+    again = ModuleIndex.from_json(json.loads(json.dumps(index.to_json())))
+    assert calls(again, "fetch") == calls(index, "fetch")
+    assert again.to_json() == index.to_json()
