@@ -114,6 +114,8 @@ def build(knowledge: dict[str, dict]) -> SdkKnowledge:
     imports: set[str] = set()
     pending_factories: list[tuple[Receiver, str, str]] = []
     for stem, doc in sorted(knowledge.items()):
+        if isinstance(doc, dict) and doc.get("kind") == "tables":
+            imports.update(doc.get("imports") or ())  # LLM frameworks (rules/sdk-logging.yaml): no clients here
         if not isinstance(doc, dict) or not ({"clients", "modules", "method_sets"} & doc.keys()):
             continue
         validate(stem, doc)
