@@ -417,6 +417,51 @@ def test_a_public_function_forwarding_kwargs_is_not_reported(tmp_path):
     assert [f for f in scan(root) if f.rule == "LLM006"] == []  # callers outside the project may pass it
 
 
+def test_a_route_added_on_a_router_of_unknown_type_is_an_entry_point(tmp_path):
+    # FastAPI's `add_api_route` on a router taken from an object the model cannot type (xinference's routers)
+    root = write(tmp_path, {"app/__init__.py": "", "app/clients.py": CLIENTS, "app/routes.py": """
+        from app.clients import fetch_user
+
+        async def get_user(uid: int):
+            return fetch_user(uid)
+
+        def register(api):
+            router = api._router
+            router.add_api_route("/users/{uid}", get_user, methods=["GET"])
+        """})
+    (finding,) = [f for f in scan(root) if f.rule == "LLM004"]
+    assert (finding.path, finding.line, finding.extra["context"]) == ("app/routes.py", 5, "serving")
+    assert finding.extra["entry"]["route"] == "/users/{uid}"
+
+
+@pytest.mark.parametrize("guard", [
+    "if client._well_known is not None:\n        return client._well_known",
+    "if client._well_known:\n        return client._well_known",
+])
+def test_a_client_built_after_a_return_if_cached_guard_is_built_once(tmp_path, guard):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    root = write(tmp_path / "a", {"app.py": f"""
+import httpx
+from fastapi import FastAPI
+app = FastAPI()
+
+async def well_known(client):
+    {guard}
+    async with httpx.AsyncClient(timeout=5) as http:
+        client._well_known = (await http.get(client.issuer + "/.well-known/openid-configuration")).json()
+    return client._well_known
+
+@app.get("/login")
+async def login():
+    return await well_known(app.state.oidc)
+"""})
+    assert found(scan(root), "LLM003") == []
+    unguarded = write(tmp_path / "b", {"app.py": (root / "app.py").read_text().replace(guard.split(chr(10))[0],
+                                                                                        "if False:")})
+    assert found(scan(unguarded), "LLM003") == [("app.py", 9, "LLM003")]
+
+
 def test_a_nested_project_is_its_own_and_its_findings_are_reported_once(tmp_path):
     root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS,
                             "examples/pyproject.toml": "[project]\nname = 'examples'\n",

@@ -449,8 +449,20 @@ class _Reader:
     # ------------------------------------------------------------------ statements
 
     def block(self, body: list) -> None:
-        for statement in body:
+        memoised = 0
+        for position, statement in enumerate(body):
             self.statement(statement)
+            if type(statement) is ast.If and self.scope.kind == "function":
+                # `if client._well_known is not None: return client._well_known`, then it is built and kept:
+                # the rest of the block runs once per key, like the body of `if x is None: x = ...`
+                target = _present_target(statement.test)
+                if (target is not None and not statement.orelse and type(statement.body[-1]) is ast.Return
+                        and _assigns(body[position + 1:], target) and self._kept(target, body[position + 1:])):
+                    memoised += 1
+                    self.lazy_depth += 1
+                    self.memo_depth += 1
+        self.lazy_depth -= memoised
+        self.memo_depth -= memoised
 
     def statement(self, node: ast.stmt) -> None:
         kind = type(node)
@@ -1002,6 +1014,26 @@ def _lazy_target(test: ast.expr) -> str | None:
             found = _lazy_target(value)
             if found is not None:
                 return found
+    return None
+
+
+def _present_target(test: ast.expr) -> str | None:
+    """What a return-if-cached guard tests: `x is not None`, `x`, `key in cache`, `cache.get(key) is not None`,
+    or the first such part of an `and` (`client._jwks is not None and now - client._at < TTL`)."""
+    kind = type(test)
+    if kind in _LAZY_TESTS:
+        return _text_target(test)
+    if kind is ast.Compare and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.IsNot, ast.NotEq)) and _is_none(right):
+            if type(test.left) in _LAZY_TESTS:
+                return _text_target(test.left)
+            if _mapping_get(test.left):
+                return _text(test.left.func.value) + "[]"
+        if isinstance(op, ast.In) and type(right) in _LAZY_TESTS:
+            return _text_target(right) + "[]"
+    if kind is ast.BoolOp and isinstance(test.op, ast.And):
+        return _present_target(test.values[0])
     return None
 
 

@@ -69,6 +69,9 @@ class Registration:
     framework: str = ""
     kind: str = INTERACTIVE
     in_caller: bool = False  # runs the target there and then (`asyncio.run`): it runs where its caller runs
+    # method names only this framework uses: `router.add_api_route("/x", handler)` on a receiver of unknown type
+    # (a router taken from a parameter) registers too, when its first argument is a literal route
+    unresolved_methods: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -260,7 +263,7 @@ def _decorator_names(entry, where: str) -> list[str]:
 def _registration(entry, where: str, framework: str, kind: str) -> Registration:
     if not isinstance(entry, dict):
         raise UserError(f"{where}: must be a mapping with calls, argument and/or keyword")
-    _keys(entry, {"calls", "argument", "keyword", "methods", "in_caller"}, where)
+    _keys(entry, {"calls", "argument", "keyword", "methods", "in_caller", "unresolved_methods"}, where)
     calls = Patterns(_strings(entry.get("calls"), where))
     argument = entry.get("argument")
     keyword = entry.get("keyword")
@@ -275,8 +278,11 @@ def _registration(entry, where: str, framework: str, kind: str) -> Registration:
     in_caller = entry.get("in_caller", False)
     if not isinstance(in_caller, bool):
         raise UserError(f"{where}: 'in_caller' must be true or false")
+    unresolved = frozenset(_strings(entry.get("unresolved_methods"), where))
+    if not all(name.isidentifier() for name in unresolved):
+        raise UserError(f"{where}: 'unresolved_methods' must be method names")
     return Registration(calls, argument, tuple(keywords or ()), frozenset(_strings(entry.get("methods"), where)),
-                        framework, kind, in_caller)
+                        framework, kind, in_caller, unresolved)
 
 
 def _keys(data, allowed: set[str], where: str) -> None:

@@ -18,6 +18,7 @@ FUNCTION_KEY = "_function"
 ONLY_IN = "_only_in"  # a candidate's extra: the contexts it may be reported in at all
 EVERYWHERE = "everywhere"  # a candidate's extra: a bug in any context (anthropic's long non-streaming call)
 FORWARDED_KEYWORD = "_forwarded_keyword"  # a candidate's extra: reported only if no caller passes this keyword
+PER_CALL = "_per_call"  # a candidate's extra: a cost paid per call, so none where the call's result is memoised
 DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", RUN_ONCE: "report",
                   OFFLINE: "off"}
 
@@ -113,6 +114,8 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     key = extra.pop(FUNCTION_KEY, "")
     everywhere = extra.pop(EVERYWHERE, False)
     only_in = extra.pop(ONLY_IN, None)
+    if extra.pop(PER_CALL, False) and model.memoised(path, key, candidate.line, candidate.column):
+        return None  # `if self._x is not None: return self._x` before it: built once per key, not per call
     forwarded = extra.pop(FORWARDED_KEYWORD, None)
     if forwarded is not None:
         callers = model.callers_omitting(path, key, forwarded)

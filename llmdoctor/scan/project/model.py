@@ -302,6 +302,13 @@ class ProjectModel:
             return [found] if found is not None else []
         return []
 
+    def memoised(self, path: str, key: str, line: int, column: int) -> bool:
+        """Whether the call at `line`:`column` of function `key` runs under a lazy guard that keeps its result
+        (`if key not in cache: ...`, or after `if self._x is not None: return self._x`)."""
+        node = self.node(path, key)
+        return node is not None and any(call.memo and call.line == line and call.col == column
+                                        for call in node.function.calls)
+
     def callers_omitting(self, path: str, key: str, keyword: str) -> int:
         """How many calls in the project reach the private function `key` of `path`, when they are all known
         (it is never handed over as a callback) and none passes `keyword=` or `**`; else 0."""
@@ -465,7 +472,7 @@ class ProjectModel:
         offload = qualified is not None and self.offload_table.match(qualified) is not None
         last = call.text.rsplit(".", 1)[-1]
         executor = last == "run_in_executor"
-        registered = self._registrations(node, call, qualified) if qualified is not None else set()
+        registered = self._registrations(node, call, qualified)
         # a library call may keep what it is handed (a callback), and so does a constructor
         # (`Tool(function=f)`); a project function or a known runner runs it
         library = qualified is not None and last not in self.knowledge.calls_now
@@ -498,9 +505,18 @@ class ProjectModel:
                 return inner
         return self.resolve(node_id, ref)
 
-    def _registrations(self, node: Node, call: Call, qualified: str) -> set[str]:
+    def _registrations(self, node: Node, call: Call, qualified: str | None) -> set[str]:
         """Mark what `call` registers (request entry points, run-once entries); the references registered."""
         registered: set[str] = set()
+        if qualified is None:  # `router.add_api_route("/x", f)` on a router of unknown type
+            method = call.text.rsplit(".", 1)[-1] if "." in call.text else ""
+            if not method or not (call.literal or "").startswith("/"):
+                return registered
+            for registration in self.knowledge.registrations:
+                if method in registration.unresolved_methods:
+                    for target in self._registered(node.id, call, registration, registered):
+                        self._add_entry(Entry(target, registration.framework, registration.kind, call.literal))
+            return registered
         for registration in self.knowledge.registrations:
             if registration.calls.match(qualified):
                 route = call.literal if call.literal and call.literal.startswith("/") else ""

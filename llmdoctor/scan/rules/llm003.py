@@ -314,7 +314,7 @@ class ClientPerCall(Rule):
                 f"`{shown}()` builds and tears down a connection pool on every call of {where}{cost}",
                 statement=candidate.statement, function=candidate.function,
                 fix=f"send it through one shared {shared} created at module level or at app startup",
-                call=candidate.callee, repeats=repeats,
+                call=candidate.callee, repeats=repeats, _per_call=True,
             )
             return
         receiver = self._knowledge.receivers[candidate.callee]
@@ -331,7 +331,7 @@ class ClientPerCall(Rule):
             message = (f"`{shown}()` builds a new client (its own connection pool) on every call of {where} and "
                        f"drops it: each call pays the setup and opens new connections (no keep-alive){cost}")
         self.report(candidate.call, message, statement=candidate.statement, function=candidate.function,
-                    fix=fix, call=candidate.callee, repeats=repeats)
+                    fix=fix, call=candidate.callee, repeats=repeats, _per_call=True)
 
 
 def _retries(loop: cst.CSTNode) -> bool:
