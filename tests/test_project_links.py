@@ -261,6 +261,23 @@ def test_a_module_shadowed_by_a_package_of_the_same_name_never_runs(tmp_path):
     assert found(scan(root)) == []
 
 
+def test_an_sdk_import_inside_a_package_folder_named_like_the_sdk_is_the_sdk(tmp_path):
+    # vanna/integrations/openai/llm.py: `from openai import OpenAI` is the SDK, not the sibling folder `openai/`
+    root = write(tmp_path, {"app/__init__.py": "", "app/integrations/__init__.py": "",
+                            "app/integrations/openai/__init__.py": "from .llm import Service\n",
+                            "app/integrations/openai/llm.py": """
+        from openai import OpenAI
+
+        class Service:
+            def __init__(self):
+                self.client = OpenAI(timeout=30)
+
+            async def send(self, messages):
+                return self.client.chat.completions.create(model="m", messages=messages, stream=True)
+        """})
+    assert ("app/integrations/openai/llm.py", 9, "LLM004") in found(scan(root))
+
+
 def test_a_console_script_is_a_run_once_entry(tmp_path):
     root = write(tmp_path, {"tool/__init__.py": "", "tool/cli.py": """
         import requests

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 _ENTRY_POINT = re.compile(r"""["']?[\w.-]+["']?\s*=\s*["']?([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)""")
@@ -37,8 +38,11 @@ def project_root(path: str, memo: dict[str, str | None] | None = None) -> str | 
 class Layout:
     """The project's Python files and the module each import names."""
 
-    def __init__(self, root: str, files) -> None:
+    def __init__(self, root: str, files, libraries=frozenset()) -> None:
         self.root = root
+        # top-level names of libraries (the standard library, the SDKs the knowledge knows): an absolute import
+        # of one never means a folder inside the importer's own package (vanna/integrations/openai/)
+        self.libraries = frozenset(libraries) | frozenset(sys.stdlib_module_names)
         self.files = set(files)
         self.dirs: set[str] = set()
         for path in self.files:
@@ -46,7 +50,7 @@ class Layout:
             while folder.startswith(root) and folder not in self.dirs:
                 self.dirs.add(folder)
                 folder = os.path.dirname(folder)
-        self._bases: dict[str, list[str]] = {}
+        self._bases: dict[str, tuple[list[str], int]] = {}
         self._memo: dict[tuple[str, str], tuple[str, int] | None] = {}
         self._modules: dict[str, dict[str, str]] = {}  # search root -> dotted module name -> file or folder
 
@@ -76,7 +80,12 @@ class Layout:
         the importer's package (where `python -m` or a script would run), each folder above it up to the
         project root, and the root's `src/`; then, as a last resort, the folders inside the importer's
         package, from its own folder up (a server started from `backend/` that imports `server.utils`, or a
-        `sys.path` edit that puts its folder first)."""
+        `sys.path` edit that puts its folder first). `absolute` skips those inner folders for a library's name
+        (`from openai import OpenAI` inside a project folder `integrations/openai/` is the SDK)."""
+        return self._search_roots(importer)[0]
+
+    def _search_roots(self, importer: str) -> tuple[list[str], int]:
+        """`search_roots` and how many of them come before the importer's own package folders."""
         folder = os.path.dirname(importer)
         found = self._bases.get(folder)
         if found is not None:
@@ -95,9 +104,10 @@ class Layout:
         source = os.path.join(self.root, "src")
         if source in self.dirs and source not in roots:
             roots.append(source)
+        outer = len(roots)
         roots += inner
-        self._bases[folder] = roots
-        return roots
+        self._bases[folder] = (roots, outer)
+        return roots, outer
 
     def absolute(self, importer: str, dotted: str) -> tuple[str, int] | None:
         """(the file or namespace folder, how many leading parts of `dotted` name it) for the longest module
@@ -107,7 +117,10 @@ class Layout:
             return self._memo[key]
         parts = dotted.split(".")
         found = None
-        for root in self.search_roots(importer):
+        roots, outer = self._search_roots(importer)
+        if parts[0] in self.libraries:
+            roots = roots[:outer]
+        for root in roots:
             if root not in self._modules and self.module_file(root, parts[:1]) is None:
                 continue  # nothing of that name there (and no need to list the folder's modules)
             modules = self._modules_under(root)

@@ -67,7 +67,7 @@ def _link(results: list, catalog, config, root: str | None, show, replay) -> tup
         scripts = False
     else:
         layout_root, scripts = os.path.abspath(root), True
-    layout = Layout(layout_root, indexes)
+    layout = Layout(layout_root, indexes, _library_roots(catalog))
     model = ProjectModel(layout, indexes, catalog, entry_knowledge(catalog), console_scripts=scripts, display=show,
                          replay=replay)
     shown = show or (lambda path: path)
@@ -105,6 +105,16 @@ def _link(results: list, catalog, config, root: str | None, show, replay) -> tup
         findings.sort(key=Finding.sort_key)
         out.append(dataclasses.replace(result, findings=findings, suppressed=suppressed))
     return out, model
+
+
+def _library_roots(catalog) -> frozenset[str]:
+    """The top-level names of the libraries the SDK and HTTP knowledge describes (`openai`, `requests`...)."""
+    from llmdoctor.scan.rules.sdk_knowledge import client_knowledge, sdk_knowledge
+
+    names = {name.split(".", 1)[0] for name in sdk_knowledge(catalog).imports}
+    knowledge = client_knowledge(catalog)
+    names |= {name.split(".", 1)[0] for name in (*knowledge.module_functions, *knowledge.receivers)}
+    return frozenset(names)
 
 
 def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
