@@ -11,6 +11,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+from test_rules_examples import VALID_RULE
 
 from llmdoctor.errors import UserError
 from llmdoctor.scan import regions
@@ -24,20 +25,6 @@ from llmdoctor.scan.settings import ScanConfig
 
 CATALOG = load_catalog()
 _ids = itertools.count()
-
-VALID_RULE = """\
-id: LLM004
-command: scan
-name: x
-severity: warning
-summary: s
-why: w
-example: e
-use_instead: u
-fix_safety: f
-examples: {hit: ["a"], near_miss: ["b"]}
-"""
-
 
 def spec_gate(value: dict):
     """The gate of a rule whose `prefilter:` is `value`, on the shipped catalog's knowledge."""

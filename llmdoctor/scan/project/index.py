@@ -1095,9 +1095,9 @@ def _stores(body: list, name: str) -> bool:
             if kind is ast.Assign and type(child.value) is ast.Name and child.value.id == name:
                 if any(type(t) in (ast.Subscript, ast.Attribute) for t in child.targets):
                     return True
-            elif kind is ast.Call and type(child.func) is ast.Attribute and child.func.attr == "setdefault":
-                if any(type(a) is ast.Name and a.id == name for a in child.args[1:]):
-                    return True
+            elif (kind is ast.Call and type(child.func) is ast.Attribute and child.func.attr == "setdefault"
+                  and any(type(a) is ast.Name and a.id == name for a in child.args[1:])):
+                return True
     return False
 
 

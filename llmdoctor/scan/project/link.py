@@ -108,13 +108,16 @@ def _link(results: list, catalog, config, root: str | None, show, replay) -> tup
 
 
 def _library_roots(catalog) -> frozenset[str]:
-    """The top-level names of the libraries the SDK and HTTP knowledge describes (`openai`, `requests`...)."""
-    from llmdoctor.scan.rules.sdk_knowledge import client_knowledge, sdk_knowledge
+    """The top-level names of the libraries the SDK and HTTP knowledge describes (`openai`, `requests`...),
+    read once per catalog."""
+    found = catalog.memo.get(("library-roots",))
+    if found is None:
+        from llmdoctor.scan.rules.sdk_knowledge import client_knowledge, sdk_knowledge
 
-    names = {name.split(".", 1)[0] for name in sdk_knowledge(catalog).imports}
-    knowledge = client_knowledge(catalog)
-    names |= {name.split(".", 1)[0] for name in (*knowledge.module_functions, *knowledge.receivers)}
-    return frozenset(names)
+        knowledge = client_knowledge(catalog)
+        names = [*sdk_knowledge(catalog).imports, *knowledge.module_functions, *knowledge.receivers]
+        found = catalog.memo[("library-roots",)] = frozenset(name.split(".", 1)[0] for name in names)
+    return found
 
 
 def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
