@@ -823,6 +823,9 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  offline:\n    example_paths: [3]\n", "key 'entrypoints.offline.example_paths': must be a list"),
     ("entrypoints:\n  run_once:\n    concurrency: [mylib.serve]\n", "unknown key 'concurrency'"),
     ("tables:\n  setup_functions: [1]\n", "key 'tables.setup_functions[0]'"),
+    ("entrypoints:\n  request:\n    - framework: mine\n      registrations:\n"
+     "        - {calls: [mylib.add], argument: 1, unresolved_methods: ['add route']}\n",
+     "'unresolved_methods' must be method names"),
 ])
 def test_bad_project_knowledge_in_rules_dir_names_the_file_and_key(cli, tmp_path, text, message):
     root = write(tmp_path, {"app.py": "async def main():\n    pass\n"})
