@@ -116,6 +116,23 @@ def test_streaming_and_structured_calls_block_too():
     assert lines(source) == [5, 7, 8, 9, 10]  # LLM001's exemptions (stream, parse, probes) do not apply
 
 
+def test_every_request_method_of_a_sync_client_blocks_not_only_generation():
+    found = findings("""
+        import litellm
+        from openai import OpenAI
+        client = OpenAI()
+        async def f(texts):
+            client.embeddings.create(model="e", input=texts)
+            client.moderations.create(input=texts)
+            client.models.list()
+            return litellm.embedding(model="e", input=texts)
+        """)
+    assert [f.line for f in found] == [6, 7, 8, 9]
+    assert "for the whole API request" in found[0].message
+    assert found[0].fix.startswith("use `await openai.AsyncOpenAI().embeddings.create(...)`")
+    assert found[3].fix.startswith("use `await litellm.aembedding(...)`")
+
+
 def test_transparent_spellings_resolve():
     source = """
         from openai import OpenAI
@@ -182,14 +199,15 @@ def test_genai_chat_from_the_sync_client_factory():
         b = await loop.run_in_executor(None, lambda: claude.messages.create(model="m", max_tokens=9, messages=[]))
         return a, b
     """,
-    # not generation
+    # methods that send no request (`local: true`), and the async ones of a sync module
     """
-    from openai import OpenAI
-    client = OpenAI()
-    async def f(texts):
-        client.embeddings.create(model="e", input=texts)
-        client.moderations.create(input=texts)
-        return client.models.list()
+    import litellm
+    from google import genai
+    client = genai.Client()
+    async def f(texts, messages):
+        chat = client.chats.create(model="m")
+        n = litellm.token_counter(model="gpt-4o", messages=messages)
+        return chat, n, await litellm.aembedding(model="e", input=texts)
     """,
     # litellm's mock_response: no model request
     """

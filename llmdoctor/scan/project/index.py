@@ -835,6 +835,11 @@ class _Reader:
             _marks(value, marks)
         if starred:
             keywords.append("*")
+        if literal is None and not node.args and type(node.func) is ast.Attribute:
+            receiver = node.func.value  # `Path("/proc/stat").read_text()`: the path the receiver was built from
+            if type(receiver) is ast.Call and receiver.args and type(receiver.args[0]) is ast.Constant \
+                    and isinstance(receiver.args[0].value, str):
+                literal = receiver.args[0].value[:200]
         line, col, end_line, end_col = self.span(node)
         shipped = self._shipped(node.args[0] if node.args else None) or (
             type(node.func) is ast.Attribute and self._shipped(node.func.value))

@@ -81,7 +81,8 @@ class BlockingCallInAsync(ProjectRule):
         return self._finding(
             path, call,
             f"`{shown}()` is a call on the sync `{receiver.name}` {kind}: it blocks the event loop inside "
-            f"`async def {function.name}` for the whole model request, stalling every other coroutine",
+            f"`async def {function.name}` for the whole {'model' if method.generates else 'API'} request, stalling "
+            f"every other coroutine",
             fix, function.key, autofix=blocking.autofix, call=f"{receiver.name}.{method.path}", sdk=receiver.table)
 
     def _through(self, path: str, node, call, chain) -> Finding:

@@ -804,7 +804,7 @@ class ProjectModel:
             method = None
             if entry is None:
                 method = self.sdk.lookup(qualified)
-                if method is None or not method.generates or method.is_async:
+                if method is None or method.is_async or method.local:  # the others send a request
                     method = None
             self._classified[qualified] = (entry, method) if entry is not None or method is not None else None
         found = self._classified[qualified]

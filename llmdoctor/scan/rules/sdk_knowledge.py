@@ -16,7 +16,8 @@ from llmdoctor.errors import UserError
 
 METHOD_KINDS = ("generation", "streaming", "structured", "not_generation")
 GENERATING_KINDS = ("generation", "streaming", "structured")
-METHOD_KEYS = {"stream_twin", "async_twin", "async", "positional", "stream_kwarg", "report_on_unknown_receiver"}
+METHOD_KEYS = {"stream_twin", "async_twin", "async", "positional", "stream_kwarg", "report_on_unknown_receiver",
+               "local"}
 RECEIVER_KEYS = {"constructors", "module", "async", "async_twin", "pooled", "build_cost", "per_tenant", "timeout",
                  "transparent_calls", "transparent_attributes", "methods", "request_methods"}
 METHOD_SET_KEYS = {"payload_kwargs", "exempt_when", "factories", *METHOD_KINDS}
@@ -64,6 +65,7 @@ class Method:
     positional: tuple[str, ...] = ()
     stream_kwarg: str = "stream"
     unknown_receiver: bool = False
+    local: bool = False  # runs in the process, sends no request (litellm.token_counter)
     payload_kwargs: frozenset[str] = frozenset()
     exempt: Exemptions = field(default_factory=Exemptions)
 
@@ -171,6 +173,7 @@ def _index(result: SdkKnowledge, receiver: Receiver, prefix: str, set_names: lis
                     positional=tuple(options.get("positional") or ()),
                     stream_kwarg=options.get("stream_kwarg", "stream"),
                     unknown_receiver=bool(options.get("report_on_unknown_receiver", False)),
+                    local=bool(options.get("local", False)),
                     payload_kwargs=payload, exempt=exempt,
                 )
                 result.calls.setdefault(f"{prefix}.{path}", method)
