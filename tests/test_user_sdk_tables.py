@@ -99,7 +99,8 @@ def test_the_documented_wrapper_table_reports_what_the_doc_promises(cli, tmp_pat
         """)
     code, found = scan_json(cli, tmp_path, "--rules-dir", "corp-rules", "service.py")
     promised = {("service.py", 13, "LLM001"), ("service.py", 18, "LLM003"), ("service.py", 24, "LLM001"),
-                ("service.py", 24, "LLM004"), ("service.py", 30, "LLM001"), ("service.py", 30, "LLM005")}
+                ("service.py", 24, "LLM004"), ("service.py", 25, "LLM004"), ("service.py", 30, "LLM001"),
+                ("service.py", 30, "LLM005")}
     assert code == 1
     assert set(found) == {f for f in promised if f[2] in IMPLEMENTED}
     fix = cli("scan", "--no-cache", "--select", "LLM004", "--rules-dir", "corp-rules", "service.py",
