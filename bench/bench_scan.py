@@ -305,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     llmdoctor = shlex.split(args.llmdoctor)
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("LLMDOCTOR_CACHE_DIR", None)
+    # llmdoctor as installed: pip compiles a package's bytecode when it installs it; without it (a checkout in
+    # an environment that sets PYTHONDONTWRITEBYTECODE) every run would compile llmdoctor's own sources again
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     print(f"machine: {machine()}")
     version = subprocess.run([*llmdoctor, "--version"], capture_output=True, text=True, env=env,
                              check=False).stdout.strip()

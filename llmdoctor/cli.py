@@ -125,7 +125,11 @@ def _wants_json(args: list[str]) -> bool:
 
 
 def run() -> None:
-    sys.exit(main())
+    code = main()
+    import gc
+
+    gc.freeze()  # the process ends here: its last collection need not walk what the command built
+    sys.exit(code)
 
 
 if __name__ == "__main__":

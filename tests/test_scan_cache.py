@@ -220,3 +220,125 @@ def test_concurrent_runs_never_corrupt_the_cache(tmp_path: Path) -> None:
     warm, ex = scan(project)
     assert ex.cache.stats.misses == 0
     assert json.dumps(sorted((f["path"], f["line"], f["rule"]) for f in warm["findings"])) + "\n" == outputs[0]
+
+
+# ----------------------------------------------------------------------------- the journal (a few changed entries)
+
+
+@pytest.fixture
+def trusted(monkeypatch) -> None:
+    """Every stat recorded is trusted at once (as if the files had been written long before the scan): the
+    next run re-records only what changed."""
+    monkeypatch.setattr(cache_module, "RACY_NS", 0)
+
+
+def edit(path: Path, note: str = "edited") -> None:
+    path.write_text(path.read_text() + f"\n# {note} {time.time_ns()}\n")
+
+
+def journal_paths(ex: ScanExecutor) -> list[str]:
+    """The paths of the journal's well-formed lines, in order."""
+    out = []
+    for line in Path(ex.cache.journal).read_bytes().splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("path"), str):
+            out.append(os.path.realpath(item["path"]))
+    return out
+
+
+def test_a_few_changed_entries_are_appended_to_the_journal(project: Path, trusted) -> None:
+    _, first = scan(project)
+    run_file = Path(first.cache.file)
+    written = run_file.read_bytes()
+    assert not Path(first.cache.journal).exists()
+    changed = project / "pkg0" / "clean_service.py"
+    edit(changed)
+    warm, second = scan(project)
+    assert warm == scan(project, use_cache=False)[0]
+    assert run_file.read_bytes() == written  # not rewritten for one entry
+    assert journal_paths(second) == [os.path.realpath(changed)]
+    assert Path(second.cache.journal).read_bytes().startswith(cache_module.HEADER)  # ours, for pruning
+    # the next run reads the journal's entry: a hit, no analysis
+    fresh = cache_module.ScanCache(second.cache.directory, second.cache.key)
+    assert fresh.lookup(str(changed)) is not None and fresh.stats.hits == 1
+
+
+@pytest.mark.parametrize("forged", [
+    "cut",  # a run killed while appending
+    b"\x00\xff garbage\n",
+    b'{"magic":"llmdoctor-scan-cache","format":2,"key":"another run key","path":"PATH","entry":[]}\n',
+    b'{"magic":"llmdoctor-scan-cache","format":2,"key":"KEY","path":"PATH","entry":"not a list"}\n',
+    b'{"magic":"llmdoctor-scan-cache","format":2,"key":"KEY","path":"PATH","entry":[1, 2, 3]}\n',
+    b'{"magic":"llmdoctor-scan-cache","format":2,"key":"KEY","path":["not", "a", "path"]}\n',
+    b'{"magic":"llmdoctor-scan-cache"}\n[1, 2, 3]\n',
+    b'{"magic": "llmdoctor-scan-cache", "format": 2, "key": "KEY", "path": "PATH", "entry": "not ours"}\n',
+], ids=["cut", "garbage", "other-key", "string-entry", "short-entry", "list-path", "list", "foreign"])
+def test_a_cut_or_forged_journal_line_is_ignored_and_rebuilt(project: Path, trusted, forged) -> None:
+    scan(project)
+    changed = project / "pkg0" / "clean_service.py"
+    edit(changed)
+    _, ex = scan(project)
+    journal = Path(ex.cache.journal)
+    line = journal.read_bytes()
+    if forged == "cut":
+        forged = line[: len(line) // 2]
+    forged = forged.replace(b"KEY", ex.cache.key.encode()).replace(b"PATH", str(changed).encode())
+    journal.write_bytes(forged)
+    edit(project / "pkg0" / "llm002" / os.listdir(project / "pkg0" / "llm002")[0], "another")  # a new state
+    again, ex2 = scan(project)
+    assert again == scan(project, use_cache=False)[0]
+    assert ex2.cache.stats.misses == 2  # the changed file (its journal line unusable) and the other one
+    fresh = cache_module.ScanCache(ex2.cache.directory, ex2.cache.key)
+    assert fresh.lookup(str(changed)) is not None and fresh.stats.hits == 1  # rebuilt (journal or run file)
+
+
+def test_the_journal_is_folded_into_the_run_file_when_it_outgrows_its_share(project: Path, trusted, monkeypatch) -> None:
+    scan(project)
+    first_change = project / "pkg0" / "clean_service.py"
+    edit(first_change)
+    _, ex = scan(project)
+    assert Path(ex.cache.journal).exists()
+    monkeypatch.setattr(cache_module, "JOURNAL_SHARE", 10**9)  # any journal is too large now
+    second_change = project / "pkg0" / "llm002" / os.listdir(project / "pkg0" / "llm002")[0]
+    edit(second_change)
+    warm, ex2 = scan(project)
+    assert warm == scan(project, use_cache=False)[0]
+    assert not Path(ex2.cache.journal).exists()
+    entries = json.loads(Path(ex2.cache.file).read_text())["files"]
+    fresh = cache_module.ScanCache(ex2.cache.directory, ex2.cache.key)
+    for path in (first_change, second_change):  # both folded in, as they are now
+        key = next(p for p in entries if os.path.realpath(p) == os.path.realpath(path))
+        assert fresh.lookup(key) is not None
+    assert fresh.stats.hits == 2
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_journal_that_is_a_link_or_a_fifo_is_not_written_through(project: Path, trusted, tmp_path: Path, kind) -> None:
+    _, ex = scan(project)
+    journal = Path(ex.cache.journal)
+    target = tmp_path / "precious"
+    target.write_text("someone's file\n")
+    if kind == "link":
+        journal.symlink_to(target)
+    else:
+        os.mkfifo(journal)
+    edit(project / "pkg0" / "clean_service.py")
+    warm, ex2 = scan(project)  # a hang or a traceback here is the bug
+    assert warm == scan(project, use_cache=False)[0]
+    assert target.read_text() == "someone's file\n"
+    assert journal.is_symlink() if kind == "link" else journal.is_fifo()  # left alone: not ours
+    fresh = cache_module.ScanCache(ex2.cache.directory, ex2.cache.key)  # the run file was written whole
+    assert fresh.lookup(str(project / "pkg0" / "clean_service.py")) is not None
+
+
+def test_a_scan_gives_the_heap_back_to_the_collector(project: Path) -> None:
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    scan(project)
+    edit(project / "pkg0" / "clean_service.py")
+    scan(project, jobs=2)
+    assert gc.get_freeze_count() == 0  # what the lookups and the link froze is given back at the end

@@ -322,7 +322,7 @@ def test_parse_without_validation_builds_the_same_tree_and_restores_validation()
 
 
 def test_an_analysed_file_leaves_no_cycle_that_holds_its_trees() -> None:
-    """Its trees are freed by reference counting when the file is done (engine._collector_paused): no cycle
+    """Its trees are freed by reference counting when the file is done (engine.collector_paused): no cycle
     keeps a CPython or libcst node, or a code unit, for the cyclic collector to walk and free."""
     import ast
     import gc

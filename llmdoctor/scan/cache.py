@@ -1,7 +1,7 @@
 """On-disk cache of per-file scan results, so an unchanged tree re-scans without parsing anything.
 
 Layout: `<project root>/.llmdoctor_cache/` (or `--cache-dir` / `LLMDOCTOR_CACHE_DIR`) holding a
-`CACHEDIR.TAG`, a `.gitignore` of `*`, and one JSON file per *run key*:
+`CACHEDIR.TAG`, a `.gitignore` of `*`, and one JSON file per *run key* (with its journal, below):
 
     run key = sha256(llmdoctor version, engine source, rule catalog fingerprint (shipped and --rules-dir
               YAML bytes), effective config fingerprint)
@@ -12,6 +12,12 @@ stat_trusted, result]`. A file is a hit when its stat matches a *trusted* stat (
 file's mtime, so an edit in the same timestamp tick cannot go unnoticed), or else when the sha256 of its
 bytes matches (a fresh checkout in CI changes every mtime but no content). The result holds the findings,
 errors and counters of `analyze_source`, which depends on nothing but the bytes and the run key.
+
+A run that changed a few entries (pre-commit) does not rewrite the run file: it appends them to the run file's
+*journal* `scan-<key>.jsonl`, one self-describing JSON line per entry (`{"magic", "format", "key", "path",
+"entry"}`), which later lines override when the entries are read. When the journal would outgrow a quarter of
+the run file (or the run file is missing or unusable), the run writes the run file whole instead and removes
+the journal. A line that does not parse or validate (a run killed while appending, an edit) is skipped.
 
 Safety: JSON, never pickle (a cache restored from a CI artifact cannot run code); writes go to a temporary
 file in the same folder and `os.replace` it (two concurrent runs each write a complete file: the last one
@@ -38,6 +44,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 from llmdoctor import __version__
 from llmdoctor.limits import InputProblem, read_bounded
@@ -51,6 +58,7 @@ RACY_NS = 2_000_000_000  # a stat recorded within 2 s of the file's mtime is con
 KEEP_RUN_FILES = 16  # older run-key files (other configs, versions) are pruned beyond this many
 KEEP_LINKED_STATES = 4  # project states whose final reports are kept (a branch switch and back stays warm)
 MAX_CACHE_BYTES = 512 * 2**20  # a run file of 100,000 entries is ~30 MB
+JOURNAL_SHARE = 4  # the journal is folded into the run file once it would exceed 1/JOURNAL_SHARE of it
 HEADER = f'{{"magic":"{MAGIC}"'.encode()  # how every file this cache writes starts (see `save`)
 TMP_PREFIX = ".tmp-"
 GITIGNORE = "# created by llmdoctor\n*\n"
@@ -221,11 +229,12 @@ class ScanCache:
         self.directory = directory
         self.key = key
         self.file = os.path.join(directory, f"scan-{key[:32]}.json")
+        self.journal = os.path.join(directory, f"scan-{key[:32]}.jsonl")
         self.link_file = os.path.join(directory, f"link-{key[:32]}.json")
         self._read = read
         self.entries: dict[str, list] = {}
         self.stats = CacheStats()
-        self._dirty = False
+        self._changed: list[str] = []  # the paths whose entries this run recorded, in order
         self._seen: set[str] = set()
         self.digests: dict[str, str] = {}  # sha256 of each file's bytes this run, where its entry holds them
         self.notice: str | None = None
@@ -238,7 +247,8 @@ class ScanCache:
             return
         self._loaded = False
         self._entries_read = read
-        self._loaded_stat: tuple | None = None  # the run file's stat when its entries were read
+        self._loaded_stat: tuple | None = None  # the run file's and journal's stats when their entries were read
+        self._base_bytes = 0  # the size of the run file read (0: none, or not usable)
 
     @property
     def entries(self) -> dict[str, list]:  # read on first use: a run answered by `linked` never loads them
@@ -301,16 +311,34 @@ class ScanCache:
     # ------------------------------------------------------------------ reading
 
     def _load(self) -> dict[str, list]:
-        self._loaded_stat = _file_stat(self.file)
+        """The run file's entries, then the journal's (a later one wins)."""
+        self._loaded_stat = (_file_stat(self.file), _file_stat(self.journal))
+        self._base_bytes = 0
+        entries: dict[str, list] = {}
         try:
             raw = read_bounded(self.file, MAX_CACHE_BYTES, what="a cache file", follow=False)
             data = json.loads(raw)
         except (InputProblem, ValueError, RecursionError, MemoryError):
-            return {}
-        if (not isinstance(data, dict) or data.get("magic") != MAGIC or data.get("format") != FORMAT
-                or data.get("key") != self.key or not isinstance(data.get("files"), dict)):
-            return {}  # foreign, older or corrupt: ignored, rewritten on save
-        return data["files"]
+            data = None
+        if (isinstance(data, dict) and data.get("magic") == MAGIC and data.get("format") == FORMAT
+                and data.get("key") == self.key and isinstance(data.get("files"), dict)):
+            entries = data["files"]
+            self._base_bytes = len(raw)
+        # (else foreign, older or corrupt: ignored, rewritten on save)
+        try:
+            journal = read_bounded(self.journal, MAX_CACHE_BYTES, what="a cache file", follow=False)
+        except InputProblem:
+            journal = b""
+        lines = journal.splitlines() if journal.startswith(HEADER) else []  # (not ours: neither read nor written)
+        for line in lines:
+            try:
+                item = json.loads(line)
+            except (ValueError, RecursionError, MemoryError):
+                continue  # a line cut short by a killed run
+            if (isinstance(item, dict) and item.get("magic") == MAGIC and item.get("format") == FORMAT
+                    and item.get("key") == self.key and isinstance(item.get("path"), str)):
+                entries[item["path"]] = item.get("entry")  # validated when looked up, as any entry
+        return entries
 
     def lookup(self, path: str, checked: bool = True):
         """The cached FileResult of `path` if its content is unchanged (and, for a `checked` file, it holds the
@@ -358,27 +386,59 @@ class ScanCache:
         trusted = time.time_ns() - max(stamp[0], stamp[1]) > RACY_NS
         self.entries[path] = [*stamp, trusted, encoded]
         self.digests[path] = stamp[4]
-        self._dirty = True
+        self._changed.append(path)
 
     def save(self) -> None:
-        """Write the entries atomically (merged with what a concurrent run may have written meanwhile)."""
-        if not self._dirty or not self.usable:
+        """Append the changed entries to the journal, or write all entries atomically (merged with what a
+        concurrent run may have written meanwhile) when the journal would grow too large."""
+        if not self._changed or not self.usable:
             return
         entries = self.entries
-        if self._loaded_stat is not None and _file_stat(self.file) == self._loaded_stat:
-            merged = entries  # nobody wrote the file since it was read: nothing of theirs to keep
-        else:
-            merged = {p: e for p, e in self._load().items() if p not in self._seen and os.path.exists(p)}
-            merged.update(entries)
-        payload = json.dumps({"magic": MAGIC, "format": FORMAT, "key": self.key, "version": __version__,
-                              "files": merged}, separators=(",", ":"))
+        changed, self._changed = list(dict.fromkeys(self._changed)), []
         try:
             self._prepare_directory()
+            if self._append(changed, entries):
+                return
+            if self._loaded_stat is not None and (_file_stat(self.file), _file_stat(self.journal)) == self._loaded_stat:
+                merged = entries  # nobody wrote the files since they were read: nothing of theirs to keep
+            else:
+                merged = {p: e for p, e in self._load().items() if p not in self._seen and os.path.exists(p)}
+                merged.update(entries)
+            payload = json.dumps({"magic": MAGIC, "format": FORMAT, "key": self.key, "version": __version__,
+                                  "files": merged}, separators=(",", ":"))
             _atomic_write(self.file, payload)
+            if _is_ours(self.journal):
+                _remove(self.journal)  # folded into the run file
             self._prune()
         except OSError as err:
             self.notice = f"cache not written to {self.directory}: {err.strerror or err} (use --no-cache or --cache-dir)"
-        self._dirty = False
+
+    def _append(self, changed: list[str], entries: dict[str, list]) -> bool:
+        """Append the `changed` entries to the journal; False where the run file must be written whole instead
+        (none was read, the journal would outgrow its share, or is not a regular file of ours)."""
+        if not self._base_bytes:
+            return False
+        lines = "".join(json.dumps({"magic": MAGIC, "format": FORMAT, "key": self.key, "path": path,
+                                    "entry": entries[path]}, separators=(",", ":")) + "\n" for path in changed)
+        data = lines.encode()  # (JSON escapes what is not ASCII)
+        journal = _file_stat(self.journal)
+        if (journal[2] if journal else 0) + len(data) > self._base_bytes // JOURNAL_SHARE:
+            return False
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.journal, flags, 0o600)
+        except OSError:
+            return False  # a link, a FIFO...: the run file is written whole
+        try:
+            status = os.fstat(fd)
+            if not S_ISREG(status.st_mode) or (status.st_size and not _is_ours(self.journal)):
+                return False
+            if status.st_size and os.pread(fd, 1, status.st_size - 1) != b"\n":
+                data = b"\n" + data  # after a line cut short by a killed run
+            os.write(fd, data)  # one write: concurrent runs' lines do not interleave
+        finally:
+            os.close(fd)
+        return True
 
     def _prepare_directory(self) -> None:
         """Create the folder with its CACHEDIR.TAG and `.gitignore`; in an existing folder the markers are
@@ -414,6 +474,9 @@ class ScanCache:
                 continue
         for _, path in sorted(runs, reverse=True)[KEEP_RUN_FILES:]:
             _remove(path)
+            journal = path[:-len(".json")] + ".jsonl"
+            if path.startswith(os.path.join(self.directory, "scan-")) and _is_ours(journal):
+                _remove(journal)  # a run file's journal goes with it
 
 
 class ProgramCache:

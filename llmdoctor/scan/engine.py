@@ -74,8 +74,8 @@ def analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
     """The module's index and, with `rules`, the candidate findings of every enabled rule. `isolate`: run
     the libcst part in a process of its own, for a file CPython rejects (no tree tells parseguard what
     libcst would make of it: a crash there must not end the caller's process)."""
-    with _collector_paused():
-        facts_read: list = []  # the CodeFacts read on the way, released at the end (see _collector_paused)
+    with collector_paused():
+        facts_read: list = []  # the CodeFacts read on the way, released at the end (see collector_paused)
         try:
             return _analyze_module(path, data, catalog, config, rules=rules, isolate=isolate, facts_read=facts_read)
         finally:
@@ -85,18 +85,24 @@ def analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig,
 
 
 @contextmanager
-def _collector_paused():
+def collector_paused(keep: bool = False):
     """No cyclic garbage collection while one file is analysed: its trees (CPython's, libcst's) are millions
     of objects that live until the end, and every collection walks them all again (half of `ast.parse`'s
     time on 100,000 small functions). They must form no cycles, so that they are freed as soon as the file is
     done, by reference counting: a cycle that reaches a tree (a rule object holding its own bound method, a
     unit and its parent class) would keep the whole tree for the collector to walk and free
-    (docs/performance.md). `CodeFacts.release` and `run_rules` break theirs."""
+    (docs/performance.md). `CodeFacts.release` and `run_rules` break theirs.
+
+    With `keep` (the cache's entries read, a program linked: what they build lives until the scan ends), what
+    was built is then moved out of the collector's sight (`gc.freeze`) instead of being walked by the next
+    collection; `runner.fewer_collections` gives it back when the scan ends."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if keep:
+            gc.freeze()
         if was_enabled:
             gc.enable()
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from llmdoctor.machine import available_cpus
 from llmdoctor.report.model import InputError
 from llmdoctor.scan.catalog import Catalog
-from llmdoctor.scan.engine import FileResult, analyze_module
+from llmdoctor.scan.engine import FileResult, analyze_module, collector_paused
 from llmdoctor.scan.settings import ScanConfig
 
 MIN_FILES_PER_WORKER = 8  # below jobs * this many files to analyse, a pool costs more than it saves
@@ -145,15 +145,15 @@ def _heap_frozen():
     """What the process holds before the analysis (the imported engine, the catalog, the caller's state) out
     of the collector's sight until it ends (`gc.freeze`): each full collection during the scan would walk it
     all again, and in a forked worker that walk also copies every page it touches. The results that arrive
-    are still collected as usual. Left alone when someone else froze the heap already."""
-    if gc.get_freeze_count():
-        yield
-        return
+    are still collected as usual. Not given back at the end when someone else had frozen the heap already
+    (the cache's lookups: runner.fewer_collections gives it all back when the scan ends)."""
+    frozen = gc.get_freeze_count()
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if not frozen:
+            gc.unfreeze()
 
 
 def _analyze_pooled(files: list[str], catalog: Catalog, config: ScanConfig, jobs: int, rules) -> Iterator[tuple]:
@@ -359,13 +359,15 @@ class ScanExecutor:
             for result, _ in analyze_many(files, catalog, config, self.jobs, checked):
                 yield result
             return
-        misses = []
-        for path in files:
-            hit = cache.lookup(path, checked is None or path in checked)
-            if hit is None:
-                misses.append(path)
-            else:
-                yield hit
+        misses, hits = [], []
+        with collector_paused(keep=True):  # the entries and indexes are kept for the link
+            for path in files:
+                hit = cache.lookup(path, checked is None or path in checked)
+                if hit is None:
+                    misses.append(path)
+                else:
+                    hits.append(hit)
+        yield from hits
         for result, stamp in analyze_many(misses, catalog, config, self.jobs, checked):
             cache.store(result.path, stamp, result)
             yield result

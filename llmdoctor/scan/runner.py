@@ -35,13 +35,18 @@ GC_YOUNG_THRESHOLD = 100_000  # allocations between collections of the youngest 
 def fewer_collections() -> Iterator[None]:
     """Collect cyclic garbage less often while scanning (as mypy does): a scan allocates millions of small,
     acyclic objects (the cached indexes, the trees), and at CPython's default every 700 allocations start a
-    collection, the older ones walking everything loaded so far. Reference counting still frees them."""
+    collection, the older ones walking everything loaded so far. Reference counting still frees them. What
+    the scan froze to keep out of the collector's sight (`engine.collector_paused(keep=True)`) is given back
+    at the end, unless the caller had frozen the heap itself."""
     before = gc.get_threshold()
+    frozen = gc.get_freeze_count()
     gc.set_threshold(max(before[0], GC_YOUNG_THRESHOLD), *before[1:])
     try:
         yield
     finally:
         gc.set_threshold(*before)
+        if not frozen:
+            gc.unfreeze()
 
 
 @dataclass

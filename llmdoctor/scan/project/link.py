@@ -30,6 +30,13 @@ def link_results(results: list, catalog, config, root: str | None,
     `root`: the project root (None: a program of these files alone, e.g. one file in a test); `show` turns a
     path into the one reports print (the via chain's paths); `program` (cache.ProgramCache): the links of the
     last run, replayed for the modules whose links cannot have changed (incremental.py), and stored again."""
+    from llmdoctor.scan.engine import collector_paused
+
+    with collector_paused(keep=True):  # (the model, linked once, is read until the reports are made)
+        return _link_program(results, catalog, config, root, show, program)
+
+
+def _link_program(results: list, catalog, config, root: str | None, show, program) -> list:
     from llmdoctor.scan.project.incremental import ReplayError, replay_for, stored_program
 
     replay = stored = None
@@ -71,10 +78,14 @@ def _link(results: list, catalog, config, root: str | None, show, replay) -> tup
     model = ProjectModel(layout, indexes, catalog, entry_knowledge(catalog), console_scripts=scripts, display=show,
                          replay=replay)
     shown = show or (lambda path: path)
-    display = {path: shown(r.path) for path, r in by_path.items()}
+    display: dict[str, str] = {}  # filled as reports name paths (most modules are never named)
 
     def name(path: str) -> str:
-        return display.get(path) or shown(path)
+        found = display.get(path)
+        if found is None:
+            result = by_path.get(path)
+            found = display[path] = shown(result.path if result is not None else path)
+        return found
 
     from llmdoctor.scan.project.rules import project_rules
 

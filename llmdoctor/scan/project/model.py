@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -357,8 +358,10 @@ class ProjectModel:
             module_node = self.by_key[(path, MODULE_KEY)]
             if path not in self.test_modules:
                 self.once.add(module_node)
+                imported = {".".join(parts[:end]) for parts in (name.split(".") for name in module.imports)
+                            for end in range(1, len(parts) + 1)}  # `a.b.c`: a, a.b, a.b.c
                 for prefix, framework, kind in knowledge.module_code:
-                    if any(name == prefix or name.startswith(prefix + ".") for name in module.imports):
+                    if prefix in imported:
                         self.entries.setdefault(module_node, Entry(module_node, framework, kind))
         # a module's functions and classes are linked one module at a time, each module's effects on the
         # program (entries, run-once, spawned) logged in order: a warm run replays them for unchanged modules
@@ -847,9 +850,17 @@ class ProjectModel:
         if any(name.split(".", 1)[0] in imports for name in module.imports):
             return True
         relative = self.layout.relative(path)
-        name = relative.rsplit("/", 1)[-1]
-        return any(fnmatch.fnmatchcase(relative, pattern) or ("/" not in pattern and fnmatch.fnmatchcase(name, pattern))
-                   for pattern in self.knowledge.test_paths)
+        paths, names = self._test_patterns
+        return bool(paths.match(relative) or names.match(relative.rsplit("/", 1)[-1]))
+
+    @property
+    def _test_patterns(self) -> tuple[re.Pattern, re.Pattern]:
+        """`offline.paths` as one pattern for the relative path and one (those without a `/`) for the file name."""
+        found = getattr(self, "_test_regexes", None)
+        if found is None:
+            patterns = self.knowledge.test_paths
+            found = self._test_regexes = (_any_of(patterns), _any_of([p for p in patterns if "/" not in p]))
+        return found
 
     def _is_example(self, path: str) -> bool:
         """Under an examples/benchmarks folder of the project, or of the folder the scan runs in (a nested
@@ -1028,6 +1039,11 @@ def _route(decorator: str, path: str) -> str:
     """`POST /chat` for `@app.post("/chat")`; the path alone for `@app.route(...)` / `api_route`."""
     method = decorator.rsplit(".", 1)[-1]
     return path if method in ("route", "api_route", "websocket_route", "custom_route") else f"{method.upper()} {path}"
+
+
+def _any_of(patterns) -> re.Pattern:
+    """One regular expression matching what any of the glob `patterns` matches (`fnmatch.fnmatchcase`)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
 
 
 def _tokens(dotted: str) -> list[str]:
