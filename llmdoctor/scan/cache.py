@@ -17,7 +17,9 @@ A run that changed a few entries (pre-commit) does not rewrite the run file: it 
 *journal* `scan-<key>.jsonl`, one self-describing JSON line per entry (`{"magic", "format", "key", "path",
 "entry"}`), which later lines override when the entries are read. When the journal would outgrow a quarter of
 the run file (or the run file is missing or unusable), the run writes the run file whole instead and removes
-the journal. A line that does not parse or validate (a run killed while appending, an edit) is skipped.
+the journal. The lines a run appends go in one `write` (concurrent runs' lines do not interleave); a line that
+does not parse or validate (cut by a killed run, edited) is a miss, recomputed and appended again; a journal
+that is not a regular file starting with this cache's header is neither read nor written.
 
 Safety: JSON, never pickle (a cache restored from a CI artifact cannot run code); writes go to a temporary
 file in the same folder and `os.replace` it (two concurrent runs each write a complete file: the last one
