@@ -342,3 +342,11 @@ def test_a_scan_gives_the_heap_back_to_the_collector(project: Path) -> None:
     edit(project / "pkg0" / "clean_service.py")
     scan(project, jobs=2)
     assert gc.get_freeze_count() == 0  # what the lookups and the link froze is given back at the end
+    from llmdoctor.scan.catalog import load_catalog
+    from llmdoctor.scan.engine import analyze_source
+    from llmdoctor.scan.settings import ScanConfig
+
+    analyze_source("app.py", BLOCKING.encode(), load_catalog(), ScanConfig())  # outside a scan: nothing frozen
+    ex = ScanExecutor(jobs=1)  # nor in an executor used without run_scan
+    list(ex([str(p) for p in sorted(project.rglob("*.py"))], load_catalog(), ScanConfig(root=str(project))))
+    assert gc.get_freeze_count() == 0

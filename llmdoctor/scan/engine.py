@@ -95,16 +95,34 @@ def collector_paused(keep: bool = False):
 
     With `keep` (the cache's entries read, a program linked: what they build lives until the scan ends), what
     was built is then moved out of the collector's sight (`gc.freeze`) instead of being walked by the next
-    collection; `runner.fewer_collections` gives it back when the scan ends."""
+    collection, when a scan's `heap_kept` scope is open to give it back at its end (a caller of
+    `analyze_source` outside a scan freezes nothing)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if keep:
+        if keep and _kept_scopes[0]:
             gc.freeze()
         if was_enabled:
             gc.enable()
+
+
+_kept_scopes = [0]  # open `heap_kept` scopes
+
+
+@contextmanager
+def heap_kept():
+    """The scope of one scan (runner.fewer_collections): what `collector_paused(keep=True)` froze in it is
+    given back to the collector when the outermost scope ends, unless the heap was frozen before it began."""
+    frozen = gc.get_freeze_count()
+    _kept_scopes[0] += 1
+    try:
+        yield
+    finally:
+        _kept_scopes[0] -= 1
+        if not _kept_scopes[0] and not frozen:
+            gc.unfreeze()
 
 
 def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig, *, rules: bool,

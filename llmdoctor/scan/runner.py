@@ -23,7 +23,7 @@ from llmdoctor.report.model import Finding, Report, display_path
 from llmdoctor.scan.catalog import Catalog, did_you_mean, load_catalog
 from llmdoctor.scan.config import find_config, load_config
 from llmdoctor.scan.discovery import discover, is_excluded
-from llmdoctor.scan.engine import FileResult, analyze_path
+from llmdoctor.scan.engine import FileResult, analyze_path, heap_kept
 from llmdoctor.scan.settings import ScanConfig
 
 Analyze = Callable[[list[str], Catalog, ScanConfig, "set[str] | None"], Iterable[FileResult]]
@@ -36,17 +36,15 @@ def fewer_collections() -> Iterator[None]:
     """Collect cyclic garbage less often while scanning (as mypy does): a scan allocates millions of small,
     acyclic objects (the cached indexes, the trees), and at CPython's default every 700 allocations start a
     collection, the older ones walking everything loaded so far. Reference counting still frees them. What
-    the scan froze to keep out of the collector's sight (`engine.collector_paused(keep=True)`) is given back
-    at the end, unless the caller had frozen the heap itself."""
+    the scan freezes to keep out of the collector's sight (`engine.collector_paused(keep=True)`) is given
+    back at the end (`engine.heap_kept`)."""
     before = gc.get_threshold()
-    frozen = gc.get_freeze_count()
     gc.set_threshold(max(before[0], GC_YOUNG_THRESHOLD), *before[1:])
     try:
-        yield
+        with heap_kept():
+            yield
     finally:
         gc.set_threshold(*before)
-        if not frozen:
-            gc.unfreeze()
 
 
 @dataclass
