@@ -834,3 +834,63 @@ def test_bad_project_knowledge_in_rules_dir_names_the_file_and_key(cli, tmp_path
     result = cli("scan", "--no-cache", "--rules-dir", "rules", "app.py", cwd=root)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "mine.yaml" in result.stderr and message in result.stderr
+
+
+SEARCH = """
+    import aiohttp
+    from fastapi import FastAPI
+    app = FastAPI()
+
+    async def search_with_google(query):
+        async with aiohttp.ClientSession() as session:
+            return await (await session.get("https://www.googleapis.com/customsearch/v1", params={"q": query})).json()
+
+    async def search_with_bing(query):
+        async with aiohttp.ClientSession() as session:
+            return await (await session.get("https://api.bing.microsoft.com/v7.0/search", params={"q": query})).json()
+
+    async def search_online(query, engines):
+        chosen = []
+        if "google" in engines:
+            chosen.append(("google", search_with_google))
+        chosen.extend([("bing", search_with_bing)])
+        return [await search(query) for _, search in chosen]
+
+    @app.get("/search")
+    async def search(q: str):
+        return await search_online(q, ["google"])
+    """
+
+
+def test_callables_stored_in_a_tuple_or_list_by_a_request_path_run_per_request(tmp_path):
+    """khoj's online search: engines are appended as (name, function) pairs, then each is called: the
+    functions are reached from the handler (`via`), not left as library code nobody calls."""
+    root = write(tmp_path, {"app.py": SEARCH})
+    findings = [f for f in scan(root) if f.rule == "LLM003"]
+    assert [(f.line, f.extra["context"]) for f in findings] == [(7, "serving"), (11, "serving")]
+    assert [step["function"] for step in findings[0].extra["via"]][:2] == ["search", "search_online"]
+
+
+def test_callables_stored_by_run_once_code_do_not_make_them_run_once(tmp_path):
+    """A registry filled at start-up hands the functions over for later: they keep the context of whoever
+    calls them (here nobody in the project: unknown), not the start-up's."""
+    root = write(tmp_path, {"app.py": """
+        import time
+
+        def slow_tool(x):
+            time.sleep(1)
+            return x
+
+        async def run_tool(x):
+            return slow_tool(x)
+
+        TOOLS = []
+
+        def register():
+            TOOLS.append(("slow", run_tool))
+
+        if __name__ == "__main__":
+            register()
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.line, f.extra["context"]) for f in findings] == [(9, "unknown")]

@@ -46,6 +46,9 @@ _TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `try: ... except* E:` fr
 _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
 
 
+IN_CONTAINER = "[]"  # an argument position's suffix: the reference is an element of a tuple/list passed there
+
+
 @dataclass(slots=True)
 class Call:
     ref: str
@@ -870,6 +873,14 @@ class _Reader:
                 target = self.ref(arg)
                 if target is not None and not target.startswith("B:"):
                     args.append((str(index), target))
+            elif kind in (ast.Tuple, ast.List):  # engines.append(("google", search_google)): kept for later
+                elements = list(arg.elts)
+                elements += [e for element in arg.elts if type(element) in (ast.Tuple, ast.List) for e in element.elts]
+                for element in elements:
+                    if type(element) in (ast.Name, ast.Attribute):
+                        target = self.ref(element)
+                        if target is not None and not target.startswith("B:"):
+                            args.append((f"{index}{IN_CONTAINER}", target))
         for keyword in node.keywords:
             if keyword.arg is None:
                 continue

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from llmdoctor.scan.project.index import (
     AWAIT,
     CALL,
+    IN_CONTAINER,
     LAMBDA,
     MODULE_KEY,
     Call,
@@ -490,7 +491,8 @@ class ProjectModel:
                 continue
             if target.kind == "function":
                 offloaded = (offload and position == "0") or (executor and position == "1")
-                kind = E_OFFLOAD if offloaded else (E_HANDED if library else E_REF)
+                kept = library or position.endswith(IN_CONTAINER)  # stored: it runs when someone reads it
+                kind = E_OFFLOAD if offloaded else (E_HANDED if kept else E_REF)
                 node.edges.append((target.node, kind, call))
         spawn = self.knowledge.spawn
         if spawn.match(qualified) or (qualified is None and spawn.match(call.text)):
