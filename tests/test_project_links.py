@@ -894,3 +894,50 @@ def test_callables_stored_by_run_once_code_do_not_make_them_run_once(tmp_path):
         """})
     findings = [f for f in scan(root) if f.rule == "LLM004"]
     assert [(f.line, f.extra["context"]) for f in findings] == [(9, "unknown")]
+
+
+def test_a_coroutine_run_on_its_own_loop_by_a_sync_handler_blocks_only_that_loop(tmp_path):
+    """gptme's per-step `asyncio.run(_acp_step())` in a worker thread: its loop serves that step alone, so a
+    blocking call there stalls no one else (not LLM004); the same coroutine awaited by an async route shares
+    the server's loop (LLM004), and tasks gathered on the private loop run beside each other (LLM004)."""
+    root = write(tmp_path, {"app.py": """
+        import asyncio
+        import threading
+        import time
+        from fastapi import FastAPI
+        from flask import Flask
+
+        web = Flask(__name__)
+        api = FastAPI()
+
+        async def step(path):
+            with open(path) as handle:
+                return handle.read()
+
+        async def fetch(n):
+            time.sleep(0.1)
+            return n
+
+        async def batch():
+            return await asyncio.gather(*(fetch(n) for n in range(3)))
+
+        async def step_alone(path):
+            time.sleep(0.1)
+            return await step(path)
+
+        def run_step(path):
+            asyncio.run(step_alone(path))
+
+        @web.post("/step")
+        def start_step():
+            threading.Thread(target=run_step, args=("log.txt",)).start()
+            return asyncio.run(batch())
+
+        @api.get("/step")
+        async def read_step():
+            return await step("log.txt")
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.line, f.extra["context"]) for f in findings] == [(12, "serving"), (16, "serving")]
+    shared = next(f for f in findings if f.line == 12)
+    assert shared.extra["entry"]["function"] == "read_step"

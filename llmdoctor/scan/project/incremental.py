@@ -23,7 +23,7 @@ import hashlib
 import json
 
 from llmdoctor.scan.project.index import ModuleIndex
-from llmdoctor.scan.project.model import E_HANDED, Entry, Node, ProjectModel
+from llmdoctor.scan.project.model import E_RUN, Entry, Node, ProjectModel
 
 PRODUCTS_FORMAT = 1
 
@@ -74,7 +74,7 @@ class LinkReplay:
                 if not (type(edge) is list and len(edge) == 4):
                     raise ReplayError(f"{path}: an edge of the wrong shape")
                 callee_path, position, kind, call = edge
-                if not (type(kind) is int and type(call) is int and 0 <= kind <= E_HANDED and -1 <= call < len(calls)):
+                if not (type(kind) is int and type(call) is int and 0 <= kind <= E_RUN and -1 <= call < len(calls)):
                     raise ReplayError(f"{path}: an edge of the wrong shape")
                 edges.append((_node_id(model, callee_path, position), kind, calls[call] if call >= 0 else None))
             node.edges = edges

@@ -28,7 +28,7 @@ class BlockingCallInAsync(ProjectRule):
         model = self.model
         for node in model.nodes_of(path):
             function = node.function
-            if not function.is_async:
+            if not function.is_async or model.on_private_loop(node.id):
                 continue
             for call in function.calls:
                 if call.kind != 0 or call.lazy or model.is_offload(node.id, call):

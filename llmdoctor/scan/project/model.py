@@ -45,7 +45,8 @@ UNKNOWN = "unknown"
 CONTEXTS = (SERVING, WORKER_CONTEXT, RUN_ONCE, OFFLINE, UNKNOWN)
 
 # edge kinds (how the caller reaches the callee)
-E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF, E_HANDED = range(7)
+E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF, E_HANDED, E_RUN = range(8)
+# E_RUN: a coroutine run there and then on an event loop of its own (`asyncio.run(main())`)
 # E_HANDED: a function handed to a library call that may keep it for later (a callback of an unknown
 # framework): it runs when that library decides, so it does not inherit its caller's run-once context
 _EDGE_OF_CALL = {CALL: E_CALL, AWAIT: E_AWAIT, LAMBDA: E_LAMBDA}
@@ -119,6 +120,12 @@ class Target:
 _PENDING = Target("pending")  # a resolution under way
 
 
+def _inside(inner: Call | None, outer: Call) -> bool:
+    """`inner` is written within `outer`'s parentheses (an argument's own call)."""
+    return inner is not None and (outer.line, outer.col) <= (inner.line, inner.col) and \
+        (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+
+
 @dataclass(frozen=True)
 class Blocking:
     """A blocking library call made by a function."""
@@ -179,6 +186,7 @@ class ProjectModel:
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
+        self._serving_loop: set[int] | None = None  # serving code on a serving event loop
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
         self._callers: dict[int, list[tuple[int, Call | None]]] | None = None  # callee -> (edge kind, call site)
         self._guards: dict[int, tuple[str, ...]] = {}
@@ -221,6 +229,16 @@ class ProjectModel:
             return Context(RUN_ONCE, None, tuple(self._chain(node_id, self._once_parent)),
                            concurrent=node_id in self._concurrent)
         return Context(OFFLINE if self._is_example(node.path) else UNKNOWN)
+
+    def on_private_loop(self, node_id: int) -> bool:
+        """Serving code that runs only on an event loop of its own (a sync handler's or a worker thread's
+        `asyncio.run(step())`), beside nothing else: no task spawned or gathered there. A call that blocks
+        stalls only that loop, whose caller waits for it anyway."""
+        if node_id not in self._serving or node_id in self._concurrent:
+            return False
+        if self._serving_loop is None:
+            self._serving_loop = self._reach(list(self.entries), skip=E_RUN, through_cached=False)[0]
+        return node_id not in self._serving_loop
 
     def steps(self, chain, last_line: int | None = None) -> list[Step]:
         """A chain as steps: each function with the line of the call leading on (the last: `last_line`)."""
@@ -326,7 +344,7 @@ class ProjectModel:
         for kind, call in self._callers.get(node.id, []):
             if call is None:
                 return 0
-            if kind not in (E_CALL, E_AWAIT):
+            if kind not in (E_CALL, E_AWAIT, E_RUN):
                 if all(ref.endswith(CALLED) for _, ref in call.args):
                     continue  # `results.append(f())`: handed what a call returned, not the function
                 return 0
@@ -406,6 +424,10 @@ class ProjectModel:
         self._decorators(node)
         for call in function.calls:
             self._call_edges(node, call)
+        runs = [(callee, call) for callee, kind, call in node.edges if kind == E_RUN]
+        if runs:  # `asyncio.run(main())` runs `main` on a loop of its own: not also a plain call of it
+            node.edges[:] = [edge for edge in node.edges if not (edge[1] == E_CALL and any(
+                edge[0] == callee and _inside(edge[2], call) for callee, call in runs))]
 
     # the effects linking one module has on the program; each logged for the replay (`incremental.py`)
 
@@ -531,7 +553,7 @@ class ProjectModel:
             if registration.calls.match(qualified):
                 for target in self._registered(node.id, call, registration, registered):
                     if registration.in_caller:  # a sync wrapper's `asyncio.run(coro())`: as its caller
-                        node.edges.append((target, E_CALL, call))
+                        node.edges.append((target, E_RUN, call))
                     else:
                         self._add_once(target)
         return registered
