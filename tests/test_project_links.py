@@ -941,3 +941,53 @@ def test_a_coroutine_run_on_its_own_loop_by_a_sync_handler_blocks_only_that_loop
     assert [(f.line, f.extra["context"]) for f in findings] == [(12, "serving"), (16, "serving")]
     shared = next(f for f in findings if f.line == 12)
     assert shared.extra["entry"]["function"] == "read_step"
+
+
+def test_a_private_coroutine_run_by_asyncio_run_is_private_and_a_public_one_is_api(tmp_path):
+    """Library code: `_step` is only ever run by the sync wrapper's `asyncio.run` (its own loop), while the
+    public `acomplete` may also be awaited by the library's users on their server loops."""
+    root = write(tmp_path, {"lib.py": """
+        import asyncio
+        import time
+
+        async def _step(x):
+            time.sleep(0.1)
+            return x
+
+        def step(x):
+            return asyncio.run(_step(x))
+
+        async def acomplete(x):
+            time.sleep(0.1)
+            return x
+
+        def complete(x):
+            return asyncio.run(acomplete(x))
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.line, f.extra["context"]) for f in findings] == [(13, "unknown")]
+
+
+def test_a_textual_apps_handlers_run_once_for_the_user_at_the_terminal(tmp_path):
+    """A Textual app's event handlers and actions run on its own loop for one user (gptme's TUI): run-once,
+    like a CLI command, not library code nobody calls."""
+    root = write(tmp_path, {"tui.py": """
+        from textual.app import App
+        from textual.widgets import Input
+
+        class Chat(App):
+            def on_input_submitted(self, event: Input.Submitted) -> None:
+                self._submit(event.value)
+
+            async def _submit(self, text):
+                with open("chat.log", "a") as log:
+                    log.write(text)
+
+            async def action_save(self):
+                with open("chat.md", "w") as out:
+                    out.write("saved")
+        """})
+    findings = scan(root, every_context=True)
+    assert [(f.line, f.rule, f.extra["context"]) for f in findings] == [
+        (10, "LLM004", "run-once"), (14, "LLM004", "run-once")]
+    assert [f for f in scan(root) if f.rule == "LLM004"] == []

@@ -186,7 +186,7 @@ class ProjectModel:
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
-        self._serving_loop: set[int] | None = None  # serving code on a serving event loop
+        self._private_loop: set[int] | None = None  # code that runs only on an event loop of its own
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
         self._callers: dict[int, list[tuple[int, Call | None]]] | None = None  # callee -> (edge kind, call site)
         self._guards: dict[int, tuple[str, ...]] = {}
@@ -231,14 +231,31 @@ class ProjectModel:
         return Context(OFFLINE if self._is_example(node.path) else UNKNOWN)
 
     def on_private_loop(self, node_id: int) -> bool:
-        """Serving code that runs only on an event loop of its own (a sync handler's or a worker thread's
+        """Code that runs only on an event loop of its own (a sync handler's or a worker thread's
         `asyncio.run(step())`), beside nothing else: no task spawned or gathered there. A call that blocks
         stalls only that loop, whose caller waits for it anyway."""
-        if node_id not in self._serving or node_id in self._concurrent:
+        if node_id in self._concurrent:
             return False
-        if self._serving_loop is None:
-            self._serving_loop = self._reach(list(self.entries), skip=E_RUN, through_cached=False)[0]
-        return node_id not in self._serving_loop
+        if self._private_loop is None:
+            self._private_loop = self._private_loop_nodes()
+        return node_id in self._private_loop
+
+    def _private_loop_nodes(self) -> set[int]:
+        """What the targets of `asyncio.run` & co. reach, less what also runs on a shared loop: reached
+        without such an edge from an entry point, a run-once entry, or code nobody in the project calls (a
+        library's API, awaited by its users on their loops). A coroutine only ever run that way is such API
+        too, unless a request path runs it or its name is private (`_step`)."""
+        runs: set[int] = set()
+        called: set[int] = set()
+        for node in self.nodes:
+            for callee, kind, _ in node.edges:
+                (runs if kind == E_RUN else called).add(callee)
+        if not runs:
+            return set()
+        roots = [node.id for node in self.nodes if node.id not in called and not (
+            node.id in runs and (node.id in self._serving or node.function.name.startswith("_")))]
+        shared = self._reach(sorted({*self.entries, *self.once, *roots}), skip=E_RUN, through_cached=False)[0]
+        return self._reach(sorted(runs), through_cached=False)[0] - shared
 
     def steps(self, chain, last_line: int | None = None) -> list[Step]:
         """A chain as steps: each function with the line of the call leading on (the last: `last_line`)."""
