@@ -991,3 +991,33 @@ def test_a_textual_apps_handlers_run_once_for_the_user_at_the_terminal(tmp_path)
     assert [(f.line, f.rule, f.extra["context"]) for f in findings] == [
         (10, "LLM004", "run-once"), (14, "LLM004", "run-once")]
     assert [f for f in scan(root) if f.rule == "LLM004"] == []
+
+
+def test_an_attribute_given_by_the_caller_or_built_here_has_the_type_built_here(tmp_path):
+    """chainlit's DynamoDB data layer: `self.client = client` when one is passed, else `boto3.client(...)`;
+    a `None` or a parameter says nothing about the type, as in `client or boto3.client(...)`. Two different
+    known values leave it unknown."""
+    root = write(tmp_path, {"layer.py": """
+        import boto3
+        import httpx
+
+        class Layer:
+            def __init__(self, client=None):
+                self.http = None
+                if client:
+                    self.client = client
+                else:
+                    self.client = boto3.client("dynamodb")
+                self.either = httpx.Client() if client else boto3.client("s3")
+
+            async def get_thread(self, thread_id):
+                self.http = httpx.Client()
+                self.either.get("x")
+                return self.client.get_item(TableName="t", Key={"id": {"S": thread_id}})
+
+            async def ping(self):
+                return self.http.get("https://example.com/health")
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.line, f.extra["call"]) for f in findings] == [
+        (17, "boto3.client.get_item"), (20, "httpx.Client.get")]

@@ -299,6 +299,7 @@ class _Reader:
         self.statement_line = 1
         self.imported_names: set[str] = set()  # module-level names an import binds
         self._returns_seen: dict[str, int] = {}
+        self._attribute_values: dict[tuple[str, str], set[str]] = {}  # (class, attribute) -> values known
         self.interest = None
         self.handed_lambdas: set[int] = set()
 
@@ -598,10 +599,12 @@ class _Reader:
         if klass is None:
             return
         name = target.attr
-        if name in klass.attributes and klass.attributes[name] != value:
-            klass.attributes[name] = None  # assigned two different things: unknown
-        else:
-            klass.attributes[name] = value
+        # like `client or boto3.client("s3")`: a parameter or None assigned in one place says nothing; two
+        # different known values leave it unknown
+        seen = self._attribute_values.setdefault((klass.key, name), set())
+        if value is not None:
+            seen.add(value)
+        klass.attributes[name] = next(iter(seen)) if len(seen) == 1 else None
 
     def _method_class(self) -> ClassInfo | None:
         for scope in reversed(self.scopes):
