@@ -10,7 +10,14 @@ cut, and stays quiet on the fix.
 from __future__ import annotations
 
 import pytest
-from support.proxies import caddy_global, free_port, probe_all, running_apache, running_caddy, running_haproxy
+from support.proxies import (
+    caddy_global,
+    free_ports,
+    probe_all,
+    running_apache,
+    running_caddy,
+    running_haproxy,
+)
 from support.servers import PacedSSEServer
 
 from llmdoctor.proxy.check import check
@@ -33,7 +40,7 @@ class Lab:
     def __init__(self, scenarios: dict[str, dict]) -> None:
         self.scenarios = scenarios
         self.upstreams = {name: PacedSSEServer(**spec["upstream"]) for name, spec in scenarios.items()}
-        self.ports = {name: free_port() for name in scenarios}
+        self.ports = dict(zip(scenarios, free_ports(len(scenarios))))
         self.results: dict = {}
         self.findings: list = []
 

@@ -46,6 +46,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: bound together, so the kernel cannot hand out one twice (one at a time, a
+    port released by the first bind may come back for the second: caddy's "ambiguous site definition")."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def wait_listening(ports: list[int], proc: subprocess.Popen, timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     pending = list(ports)
