@@ -941,6 +941,8 @@ def test_a_coroutine_run_on_its_own_loop_by_a_sync_handler_blocks_only_that_loop
     assert [(f.line, f.extra["context"]) for f in findings] == [(12, "serving"), (16, "serving")]
     shared = next(f for f in findings if f.line == 12)
     assert shared.extra["entry"]["function"] == "read_step"
+    every = [f.line for f in scan(root, every_context=True) if f.rule == "LLM004"]
+    assert every == [12, 16, 23]  # --every-context reports every candidate, the private loop's too
 
 
 def test_a_private_coroutine_run_by_asyncio_run_is_private_and_a_public_one_is_api(tmp_path):

@@ -11,6 +11,7 @@ starts no concurrent work blocks no one else).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 from llmdoctor.report.model import Finding
@@ -28,15 +29,16 @@ class BlockingCallInAsync(ProjectRule):
         model = self.model
         for node in model.nodes_of(path):
             function = node.function
-            if not function.is_async or model.on_private_loop(node.id):
+            if not function.is_async:
                 continue
+            alone = model.on_private_loop(node.id)  # nothing else waits on its loop: only with --every-context
             for call in function.calls:
                 if call.kind != 0 or call.lazy or model.is_offload(node.id, call):
                     continue
                 lines = (call.line, call.stmt_line)
                 blocking = model.blocking_call(node.id, call)
                 if blocking is not None:
-                    yield self._direct(shown_path, function, blocking), lines
+                    yield self._where(self._direct(shown_path, function, blocking), alone), lines
                     continue
                 for callee in model.callee_nodes(node.id, call, run=True):
                     target = model.nodes[callee]
@@ -44,8 +46,12 @@ class BlockingCallInAsync(ProjectRule):
                         continue
                     chain = model.blocking_chain_for(call, callee)
                     if chain:
-                        yield self._through(shown_path, node, call, chain), lines
+                        yield self._where(self._through(shown_path, node, call, chain), alone), lines
                         break
+
+    @staticmethod
+    def _where(finding: Finding, alone: bool) -> Finding:
+        return dataclasses.replace(finding, extra={**finding.extra, ONLY_IN: []}) if alone else finding
 
     def _finding(self, path: str, site, message: str, fix: str | None, function_key: str, *,
                  serving_only: bool = False, autofix: str | None = None, **extra) -> Finding:
