@@ -274,6 +274,37 @@ def test_user_rules_dir_adds_a_call(cli, tmp_path):
     assert result.returncode == 1 and "`mycorp.http.fetch()` blocks" in result.stdout
 
 
+
+def test_user_rules_dir_adds_calls_sharing_their_keys_with_names(cli, tmp_path):
+    write(tmp_path, "app.py", "from mycorp.db import read, write\n\nasync def h():\n    read('k')\n    write('k')\n")
+    write(tmp_path, "myrules/corp.yaml", """\
+        id: LLM004
+        tables:
+          blocking_calls:
+            - names: [mycorp.db.read, mycorp.db.write]
+              use_instead: "await mycorp.db.aread(...)"
+        """)
+    result = cli("scan", ".", "--rules-dir", "myrules", "--format", "json", cwd=tmp_path)
+    findings = json.loads(result.stdout)["findings"]
+    assert result.returncode == 1
+    assert [(f["line"], f["fix"]) for f in findings] == [(4, "use await mycorp.db.aread(...)"),
+                                                          (5, "use await mycorp.db.aread(...)")]
+
+
+@pytest.mark.parametrize(("entry", "key"), [
+    ("{names: mycorp.db.read}", "tables.blocking_calls[0].names"),
+    ("{names: []}", "tables.blocking_calls[0].names"),
+    ("{names: [mycorp.db.read, 'bad name!']}", "tables.blocking_calls[0].names[1]"),
+    ("{names: [mycorp.db.read], use_instead: {nested: 1}}", "tables.blocking_calls[0].names[0].use_instead"),
+])
+def test_a_bad_names_group_in_rules_dir_names_the_file_and_key(cli, tmp_path, entry, key):
+    write(tmp_path, "app.py", HIT)
+    write(tmp_path, "myrules/corp.yaml", f"id: LLM004\ntables:\n  blocking_calls:\n    - {entry}\n")
+    result = cli("scan", ".", "--rules-dir", "myrules", cwd=tmp_path)
+    assert result.returncode == 2 and f"corp.yaml: key '{key}'" in result.stderr
+    no_traceback(result)
+
+
 # ----------------------------------------------------------------------------- config through the CLI
 
 def test_pyproject_config(cli, tmp_path):

@@ -552,9 +552,21 @@ def _add_tables(catalog: Catalog, path: Path, tables: Any, *, allow_new: bool) -
             raise _fail(path, key, "must be a list of dotted names or {name: ...} mappings")
         table = catalog.tables.setdefault(name, Table(name))
         for index, raw in enumerate(entries):
-            table.add(_entry(path, f"{key}[{index}]", raw))
+            for entry in _entries(path, f"{key}[{index}]", raw):
+                table.add(entry)
         names.append(name)
     return names
+
+
+def _entries(path: Path, key: str, raw: Any) -> list[TableEntry]:
+    """One entry, or one per name of `{names: [a.b, a.c], ...}` (the same attributes for each)."""
+    if not (isinstance(raw, dict) and "names" in raw and "name" not in raw):
+        return [_entry(path, key, raw)]
+    group = raw["names"]
+    if not isinstance(group, list) or not group or not all(isinstance(n, str) for n in group):
+        raise _fail(path, f"{key}.names", "must be a non-empty list of dotted names sharing the other keys")
+    attrs = {k: v for k, v in raw.items() if k != "names"}
+    return [_entry(path, f"{key}.names[{index}]", {"name": name, **attrs}) for index, name in enumerate(group)]
 
 
 def _entry(path: Path, key: str, raw: Any) -> TableEntry:
@@ -570,7 +582,7 @@ def _entry(path: Path, key: str, raw: Any) -> TableEntry:
                 raise _fail(path, f"{key}.{k}", "list attributes hold strings or numbers")
         attrs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()}
     else:
-        raise _fail(path, key, "an entry is a dotted name or a mapping with a 'name' key")
+        raise _fail(path, key, "an entry is a dotted name, or a mapping with a 'name' (or a 'names' list) key")
     if not QUALIFIED_NAME.match(name):
         raise _fail(path, key, f"{brief(name)} is not a dotted name like 'time.sleep'")
     return TableEntry(name=name, attrs=tuple(sorted(attrs.items())))
