@@ -62,6 +62,7 @@ def test_kv_budget_with_a_preset_asks_no_server():
 
 def test_fully_cached_scan_imports_no_heavy_module(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("import time\n\nasync def handler():\n    time.sleep(1)\n")
+    (tmp_path / "fetch.py").write_text("import requests\n\nasync def handler(url):\n    return requests.get(url)\n")
     (tmp_path / "clean.py").write_text("import asyncio\n\nasync def handler():\n    await asyncio.sleep(1)\n")
     cold = imported("scan", "--format", "json", ".", cwd=tmp_path)
     assert cold["code"] == 1 and "libcst" in cold["heavy"]  # the probe does see a real parse
@@ -72,8 +73,18 @@ def test_fully_cached_scan_imports_no_heavy_module(tmp_path: Path) -> None:
     assert text == {"code": 1, "heavy": []}
 
 
+def test_scan_with_every_file_prefiltered_imports_no_heavy_module(tmp_path: Path) -> None:
+    """No rule can fire in these files (the pre-filters say so, also the second stage on the code): nothing is
+    parsed by libcst, so libcst is not imported, also without a cache."""
+    (tmp_path / "plain.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "words.py").write_text('"""time.sleep and requests.get, in a docstring only."""\n\n'
+                                       "async def handler():\n    return 1\n")
+    assert imported("scan", "--no-cache", "--format", "json", ".", cwd=tmp_path) == {"code": 0, "heavy": []}
+
+
 def test_implemented_rule_ids_agree_with_the_rule_classes() -> None:
     from llmdoctor.commands.catalog import implemented_rule_ids
-    from llmdoctor.scan.rules import implemented_rules
+    from llmdoctor.scan.rules import implemented_rules, rule_classes, rule_ids
 
     assert implemented_rule_ids() == set(implemented_rules())
+    assert rule_ids() == set(rule_classes())

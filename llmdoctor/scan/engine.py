@@ -146,19 +146,18 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
     if not rules:
         return result
 
-    from llmdoctor.scan.rules import rule_classes
+    from llmdoctor.scan.rules import rule_ids
 
-    classes = rule_classes()
+    implemented = rule_ids()  # (the rule classes import libcst: only once a rule is left to run)
     silenced_file = file_ignores(source) if "llmdoctor:" in source else set()
     if ALL in silenced_file:
         return result
     active = []
     for rule_id, spec in sorted(catalog.rules.items()):
-        cls = classes.get(rule_id)
-        if cls is None or rule_id in silenced_file or not config.rule_enabled(rule_id, path):
+        if rule_id not in implemented or rule_id in silenced_file or not config.rule_enabled(rule_id, path):
             continue
         if gate(spec, catalog).text(source):
-            active.append((cls, spec))
+            active.append(spec)
     python_problem = facts = None
     if tree is None:  # CPython cannot read it: say why, in its words (libcst is never handed such a file)
         python_problem = python_parse_problem(source)
@@ -170,7 +169,7 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
         if facts is not None:
             facts_read.append(facts)
             code = facts.code_text()
-            active = [(cls, spec) for cls, spec in active if gate(spec, catalog).code(code, source)]
+            active = [spec for spec in active if gate(spec, catalog).code(code, source)]
     if not active and not _too_deep(python_problem):
         result.prefiltered = True
         return result
@@ -184,6 +183,10 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
 
     if facts is None and isolate is not None:
         return isolate()
+    from llmdoctor.scan.rules import rule_classes
+
+    classes = rule_classes()
+    active = [(classes[spec.id], spec) for spec in active]
     parsed = source if facts is None else pruned_source(source, facts, active, catalog)
     refused = refusal(facts.tree, source, parsed) if facts is not None and facts.tree is not None else None
     if refused is not None:  # valid Python that would crash libcst's parser or take it minutes

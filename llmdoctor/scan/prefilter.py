@@ -371,7 +371,7 @@ def _text_fact(fact: str, catalog, stage: str):
             return lambda text, source: "async def" in text
         return lambda text, source: "async" in identifiers(text)
     if fact == "llm_literal":  # string contents: never in the code text, so always the raw source
-        from llmdoctor.scan.rules.payload import logging_knowledge
+        from llmdoctor.scan.rules.logging_knowledge import logging_knowledge
 
         sinks = logging_knowledge(catalog)
         paths = tuple(sinks.http_paths)
@@ -385,7 +385,7 @@ def _text_fact(fact: str, catalog, stage: str):
 def _region_fact(fact: str, catalog):
     if fact == "async_def":
         return lambda region: region.is_async
-    from llmdoctor.scan.rules.payload import logging_knowledge
+    from llmdoctor.scan.rules.logging_knowledge import logging_knowledge
     from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
     sinks, sdk = logging_knowledge(catalog), sdk_knowledge(catalog)
@@ -415,7 +415,7 @@ def _logging_sink_text(catalog):
     """A sink `visit_Call` of LLM005 can accept at a reported level: `print` (with a server module imported),
     a logging function, or a logger method (`info`, `log`...) on a logger (a factory or object name, or a
     logger-like name: `logger`, `*_logger`). `import print` (a module named print, called) is not a sink."""
-    from llmdoctor.scan.rules.payload import LEVELS, logging_knowledge
+    from llmdoctor.scan.rules.logging_knowledge import LEVELS, logging_knowledge
 
     sinks = logging_knowledge(catalog)
     print_gate = None

@@ -27,6 +27,14 @@ def rule_classes() -> dict:
     return found
 
 
+@lru_cache(maxsize=1)
+def rule_ids() -> frozenset[str]:
+    """The ids of `rule_classes()`, read from the module names (`llm002.py` -> LLM002) without importing the
+    modules (they import libcst): a file that no rule's pre-filter keeps is analysed without libcst.
+    tests/test_startup_imports.py checks that both agree."""
+    return frozenset(info.name.upper() for info in pkgutil.iter_modules(__path__) if info.name.startswith("llm"))
+
+
 def implemented_rules() -> dict:
     """Every implemented rule by id: the libcst rules here and the project-model rules (llmdoctor/scan/project/)."""
     from llmdoctor.scan.project.rules import project_rules

@@ -1,0 +1,114 @@
+"""The validated `rules/sdk-logging.yaml` (log sinks and their levels, payload vs metadata shapes, sampling
+guards), shared by LLM005 (rules/payload.py) and the pre-filters, which read it without libcst: building it
+must not import the parser (a scan whose changed files are all pre-filtered out parses nothing)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+from llmdoctor.errors import UserError
+
+LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+FIRST_ARGUMENT = "first_argument"
+KNOWLEDGE_STEM = "sdk-logging"
+
+
+def _glob_regex(globs) -> re.Pattern | None:
+    globs = list(globs or ())
+    if not globs:
+        return None
+    return re.compile("|".join(fnmatch.translate(g) for g in globs))
+
+
+@dataclass(frozen=True)
+class LoggingKnowledge:
+    min_level: int
+    error_path_level: int  # at or above it, a log in a branch or an except handler is an error report
+    functions: dict  # qualified function -> level number, or None (level is the first argument)
+    print_modules: frozenset
+    logger_factories: frozenset
+    logger_objects: frozenset
+    logger_methods: dict  # method -> level number or None
+    logger_names: frozenset  # exact names
+    logger_name_globs: frozenset  # `*_logger`
+    level_constants: dict  # qualified constant -> level number
+    payload_attributes: frozenset
+    metadata_attributes: frozenset
+    metadata_functions: frozenset
+    preserving_functions: frozenset
+    preserving_methods: frozenset
+    payload_kwargs: frozenset
+    payload_keys: frozenset  # dict keys holding a request's prompt
+    http_paths: tuple  # literals that make a module an LLM module
+    payload_names: re.Pattern | None
+    metadata_name_parts: frozenset
+    random_functions: frozenset
+    sample_names: re.Pattern | None
+    modulo: bool
+    enabled_checks: frozenset
+
+    def is_logger_name(self, name: str) -> bool:
+        return name in self.logger_names or any(fnmatch.fnmatchcase(name, g) for g in self.logger_name_globs)
+
+    def is_payload_name(self, name: str) -> bool:
+        if self.payload_names is None or self.payload_names.fullmatch(name) is None:
+            return False
+        return not any(part.lower() in self.metadata_name_parts for part in name.split("_"))
+
+
+def logging_knowledge(catalog) -> LoggingKnowledge:
+    found = catalog.memo.get(KNOWLEDGE_STEM)
+    if found is None:
+        found = catalog.memo[KNOWLEDGE_STEM] = build_logging_knowledge(catalog.knowledge.get(KNOWLEDGE_STEM) or {})
+    return found
+
+
+def _level(stem_key: str, value) -> int | None:
+    if value == FIRST_ARGUMENT:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.upper() in LEVELS:
+        return LEVELS[value.upper()]
+    raise UserError(f"rules file {KNOWLEDGE_STEM}.yaml: key '{stem_key}': level must be one of "
+                    f"{', '.join(LEVELS)}, a number or {FIRST_ARGUMENT}")
+
+
+def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
+    sinks = doc.get("log_sinks") or {}
+    payload = doc.get("payload") or {}
+    guards = doc.get("sampling_guards") or {}
+    for key, value in (("log_sinks", sinks), ("payload", payload), ("sampling_guards", guards)):
+        if not isinstance(value, dict):
+            raise UserError(f"rules file {KNOWLEDGE_STEM}.yaml: key '{key}': must be a mapping")
+    return LoggingKnowledge(
+        min_level=_level("log_sinks.min_level", sinks.get("min_level", "INFO")),
+        error_path_level=_level("log_sinks.error_path_level", sinks.get("error_path_level", "CRITICAL")),
+        functions={name: _level(f"log_sinks.functions.{name}", level)
+                   for name, level in (sinks.get("functions") or {}).items()},
+        print_modules=frozenset(sinks.get("print_is_logging_in") or ()),
+        logger_factories=frozenset(sinks.get("logger_factories") or ()),
+        logger_objects=frozenset(sinks.get("logger_objects") or ()),
+        logger_methods={name: _level(f"log_sinks.logger_methods.{name}", level)
+                        for name, level in (sinks.get("logger_methods") or {}).items()},
+        logger_names=frozenset(n for n in sinks.get("logger_names") or () if "*" not in n),
+        logger_name_globs=frozenset(n for n in sinks.get("logger_names") or () if "*" in n),
+        level_constants={name: _level(f"log_sinks.level_constants.{name}", level)
+                         for name, level in (sinks.get("level_constants") or {}).items()},
+        payload_attributes=frozenset(payload.get("attributes") or ()),
+        metadata_attributes=frozenset(payload.get("metadata_attributes") or ()),
+        metadata_functions=frozenset(payload.get("metadata_functions") or ()),
+        preserving_functions=frozenset(payload.get("preserving_functions") or ()),
+        preserving_methods=frozenset(payload.get("preserving_methods") or ()),
+        payload_kwargs=frozenset(payload.get("kwargs") or ()),
+        payload_keys=frozenset(payload.get("keys") or ()),
+        http_paths=tuple(payload.get("http_paths") or ()),
+        payload_names=_glob_regex(payload.get("names")),
+        metadata_name_parts=frozenset(payload.get("metadata_name_parts") or ()),
+        random_functions=frozenset(guards.get("random_functions") or ()),
+        sample_names=_glob_regex([*(guards.get("name_globs") or ()), *(guards.get("opt_in_name_globs") or ())]),
+        modulo=bool(guards.get("modulo", True)),
+        enabled_checks=frozenset(guards.get("enabled_checks") or ()),
+    )
