@@ -17,6 +17,7 @@ tables and validates their documentation with `parse_check` below, so both read 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,11 +219,12 @@ def read_bytes(path: Path) -> bytes:
         raise UserError(f"{path}: cannot read rule file: {err.strerror or err}") from None
 
 
-def load_prefixes(shipped: Path) -> dict[str, Prefix]:
+def load_prefixes(shipped: Path, read: Callable[[Path], dict] | None = None) -> dict[str, Prefix]:
+    """`read(path)`: the file's parsed YAML (default: parsed here)."""
     path = shipped / PREFIXES_FILE
     if not path.is_file():
         raise UserError(f"{path}: missing: the installation is incomplete; reinstall llmdoctor")
-    data = read_yaml(path, read_bytes(path))
+    data = read(path) if read is not None else read_yaml(path, read_bytes(path))
     if data.get("kind") != "prefixes" or not isinstance(data.get("prefixes"), dict):
         raise _fail(path, "prefixes", "expected `kind: prefixes` and a mapping `prefixes: {LLM: {...}}`")
     out: dict[str, Prefix] = {}

@@ -111,13 +111,13 @@ def scan_command(
     executor = ScanExecutor(jobs=jobs, cache_dir=cache_dir, use_cache=not no_cache)
     if from_stdin:
         data = _read_stdin()
-        plan = prepare_stdin(stdin_filename, options)
+        plan = prepare_stdin(stdin_filename, options, executor)
         report = collect(plan, options, analyze=_stdin_analyzer(data, executor))
         report.notices.extend(executor.notices)
     else:
         from llmdoctor.report.progress import Progress
 
-        plan = prepare_scan(paths or ["."], options)
+        plan = prepare_scan(paths or ["."], options, executor)
         with Progress.for_report("scanning", fmt) as progress:
             report = collect(plan, options, analyze=executor, progress=progress.update)
         report.notices.extend(executor.notices)

@@ -21,6 +21,10 @@ the journal. The lines a run appends go in one `write` (concurrent runs' lines d
 does not parse or validate (cut by a killed run, edited) is a miss, recomputed and appended again; a journal
 that is not a regular file starting with this cache's header is neither read nor written.
 
+Beside them: `link-<key>.json` (a project state's final reports), `program-<key>-<root>.json` (the project's
+links, for incremental linking) and `catalog-<key>.json`, the shipped rule files' parsed YAML under a key of
+their bytes (`read_catalog_documents`), which the next run reads instead of parsing the YAML.
+
 Safety: JSON, never pickle (a cache restored from a CI artifact cannot run code); writes go to a temporary
 file in the same folder and `os.replace` it (two concurrent runs each write a complete file: the last one
 wins, nothing is ever half-written); a missing, corrupt, foreign or unreadable cache file is ignored and
@@ -443,19 +447,7 @@ class ScanCache:
         return True
 
     def _prepare_directory(self) -> None:
-        """Create the folder with its CACHEDIR.TAG and `.gitignore`; in an existing folder the markers are
-        added only when it is this cache's (its tag) or empty: `--cache-dir .` must not ignore a project."""
-        created = not os.path.isdir(self.directory)
-        os.makedirs(self.directory, exist_ok=True)
-        if os.path.islink(self.directory):  # replaced by a link meanwhile
-            raise OSError(f"{self.directory} is a symbolic link")
-        tag = os.path.join(self.directory, "CACHEDIR.TAG")
-        if not created and not _is_ours(tag, CACHEDIR_TAG.encode()) and any(os.scandir(self.directory)):
-            return
-        for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
-            target = os.path.join(self.directory, name)
-            if not os.path.lexists(target):
-                _atomic_write(target, text)
+        _prepare_directory(self.directory)
 
     def _prune(self) -> None:
         """Keep the most recent KEEP_RUN_FILES run files; drop temporaries a killed run left behind. Only
@@ -466,7 +458,7 @@ class ScanCache:
             try:
                 if entry.is_symlink() or not entry.is_file():
                     continue
-                if entry.name.startswith(("scan-", "link-", "program-")) and entry.name.endswith(".json"):
+                if entry.name.startswith(("scan-", "link-", "program-", "catalog-")) and entry.name.endswith(".json"):
                     if _is_ours(entry.path):
                         runs.append((entry.stat().st_mtime, entry.path))
                 elif entry.name.startswith(TMP_PREFIX) and now - entry.stat().st_mtime > 3600 and any(
@@ -520,6 +512,85 @@ class ProgramCache:
         except OSError as err:
             self.cache.notice = (f"cache not written to {self.cache.directory}: {err.strerror or err} "
                                  "(use --no-cache or --cache-dir)")
+
+
+# ----------------------------------------------------------------------------- the parsed rule files
+
+CATALOG_FORMAT = 1
+
+
+def catalog_key(files: list[tuple[str, bytes]]) -> str:
+    """sha256 of the shipped rule files (names and bytes, in load order), this version and the installed YAML
+    library (another PyYAML may read the same bytes differently)."""
+    digest = hashlib.sha256("\0".join([MAGIC, "catalog", str(CATALOG_FORMAT), __version__, _yaml_stamp()]).encode())
+    for name, raw in files:
+        digest.update(name.encode() + b"\0" + raw + b"\0")
+    return digest.hexdigest()
+
+
+def _yaml_stamp() -> str:
+    """Where the yaml package is installed and its `__init__.py`'s stat (found without importing it)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("yaml")
+        origin = spec.origin if spec is not None else None
+        status = os.stat(origin) if origin else None
+    except (ImportError, ValueError, OSError):
+        return "?"
+    return f"{origin}\0{status.st_mtime_ns}\0{status.st_size}" if status else "?"
+
+
+def _catalog_file(directory: str, key: str) -> str:
+    return os.path.join(directory, f"catalog-{key[:32]}.json")
+
+
+def read_catalog_documents(directory: str, key: str, names: list[str]) -> dict[str, dict] | None:
+    """The parsed YAML documents stored under `key` in `directory`, {file name: mapping} for exactly `names`;
+    None for anything else (no file, corrupt, cut short, another key or format, not a regular file, the folder
+    a link): the caller parses the files again. Read under the scan cache's rules (bounded, no links)."""
+    if os.path.islink(directory):
+        return None
+    try:
+        data = json.loads(read_bounded(_catalog_file(directory, key), MAX_CACHE_BYTES, what="a cache file",
+                                       follow=False))
+    except (InputProblem, ValueError, RecursionError, MemoryError):
+        return None
+    if (not isinstance(data, dict) or data.get("magic") != MAGIC or data.get("format") != CATALOG_FORMAT
+            or data.get("key") != key or not isinstance(data.get("documents"), dict)):
+        return None
+    documents = data["documents"]
+    if sorted(documents) != sorted(names) or not all(isinstance(doc, dict) for doc in documents.values()):
+        return None
+    return documents
+
+
+def write_catalog_documents(directory: str, key: str, documents: dict[str, dict]) -> None:
+    """Store the parsed documents (plain JSON values) under `key`; nothing when the folder cannot be written
+    (the scan cache says so in its own notice)."""
+    payload = json.dumps({"magic": MAGIC, "format": CATALOG_FORMAT, "key": key, "version": __version__,
+                          "documents": documents}, separators=(",", ":"))
+    try:
+        _prepare_directory(directory)
+        _atomic_write(_catalog_file(directory, key), payload)
+    except OSError:
+        pass
+
+
+def _prepare_directory(directory: str) -> None:
+    """Create the folder with its CACHEDIR.TAG and `.gitignore`; in an existing folder the markers are added
+    only when it is this cache's (its tag) or empty: `--cache-dir .` must not ignore a project."""
+    created = not os.path.isdir(directory)
+    os.makedirs(directory, exist_ok=True)
+    if os.path.islink(directory):  # replaced by a link meanwhile
+        raise OSError(f"{directory} is a symbolic link")
+    tag = os.path.join(directory, "CACHEDIR.TAG")
+    if not created and not _is_ours(tag, CACHEDIR_TAG.encode()) and any(os.scandir(directory)):
+        return
+    for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
+        target = os.path.join(directory, name)
+        if not os.path.lexists(target):
+            _atomic_write(target, text)
 
 
 def _file_stat(path: str) -> tuple | None:

@@ -363,23 +363,26 @@ class Catalog:
 # ----------------------------------------------------------------------------- loading
 
 
-def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | None = None) -> Catalog:
-    """Load and validate the shipped rule files, then apply the user's table additions."""
+def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | None = None,
+                 cache_dir: str | None = None) -> Catalog:
+    """Load and validate the shipped rule files, then apply the user's table additions. `cache_dir`: the scan
+    cache's folder, where the shipped files' parsed YAML is kept (`ShippedDocuments`)."""
     shipped = shipped_dir or shipped_rules_dir()
     files = sorted(shipped.glob("*.yaml")) if shipped.is_dir() else []
     if not files:
         raise UserError(f"no rule files found in {shipped}: the installation is incomplete; "
                         "reinstall llmdoctor")
-    prefixes = load_prefixes(shipped)
+    documents = ShippedDocuments(files, cache_dir)
+    prefixes = load_prefixes(shipped, documents.data)
     catalog = Catalog()
     digest = hashlib.sha256()
     for path in files:
         if path.name == PREFIXES_FILE:
             continue
-        raw = read_bytes(path)
-        data = read_yaml(path, raw)
-        if _load_shipped(catalog, path, data, prefixes):
+        raw = documents.raw[path]
+        if _load_shipped(catalog, path, documents.data(path), prefixes):
             digest.update(str(path.name).encode() + b"\0" + raw + b"\0")
+    documents.save()
     for directory in user_dirs:
         directory = Path(directory)
         if not directory.is_dir():
@@ -403,6 +406,52 @@ def load_catalog(user_dirs: list[str | Path] | tuple = (), shipped_dir: Path | N
             _check_prefilter_tables(catalog, spec)
     catalog.fingerprint = digest.hexdigest()
     return catalog
+
+
+class ShippedDocuments:
+    """The parsed YAML of the shipped rule files, read from `cache_dir` when it holds the documents of these
+    very bytes (cache.py `read_catalog_documents`: keyed by every file's name and bytes and the YAML library),
+    else parsed and stored there for the next run. A run that finds them skips the YAML parser and its import
+    (~0.06 s of a pre-commit run); what they hold is validated by the same code either way."""
+
+    def __init__(self, files: list[Path], cache_dir: str | None) -> None:
+        self.raw = {path: read_bytes(path) for path in files}
+        self.cache_dir = cache_dir
+        self.parsed: dict[str, dict] = {}
+        self.cached = None
+        if cache_dir is not None:
+            from llmdoctor.scan.cache import catalog_key, read_catalog_documents
+
+            self.key = catalog_key([(path.name, raw) for path, raw in self.raw.items()])
+            self.cached = read_catalog_documents(cache_dir, self.key, [path.name for path in files])
+
+    def data(self, path: Path) -> dict:
+        if self.cached is not None:
+            return self.cached[path.name]
+        found = read_yaml(path, self.raw[path])
+        if self.cache_dir is not None:
+            self.parsed[path.name] = _as_json(found)  # as parsed (the loading keeps and may reshape `found`)
+        return found
+
+    def save(self) -> None:
+        """Store the documents parsed this run, once every file was loaded (a file in error stores nothing) and
+        when JSON gives each back exactly (not a YAML date, nor a number as a key)."""
+        if (self.cache_dir is not None and self.cached is None and len(self.parsed) == len(self.raw)
+                and None not in self.parsed.values()):
+            from llmdoctor.scan.cache import write_catalog_documents
+
+            write_catalog_documents(self.cache_dir, self.key, self.parsed)
+
+
+def _as_json(data: dict) -> dict | None:
+    """A copy of `data` through JSON, or None when JSON would not give it back equal."""
+    import json
+
+    try:
+        copy = json.loads(json.dumps(data))
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return copy if copy == data else None
 
 
 MAX_RULE_FILE_BYTES = 10 * 2**20  # the largest shipped table file is ~40 KB

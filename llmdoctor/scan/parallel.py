@@ -307,19 +307,34 @@ class ScanExecutor:
             return None
         if self.cache is not None:
             return self.cache
-        from llmdoctor.scan.cache import ENV_VAR, ScanCache, default_cache_dir, run_key, running_in_ci
+        from llmdoctor.scan.cache import ENV_VAR, ScanCache, run_key
 
-        chosen = self.cache_dir or os.environ.get(ENV_VAR)
-        chosen = os.path.expanduser(chosen) if chosen else None  # `~/.cache/llmdoctor` from a CI env block
-        directory = chosen or default_cache_dir(config.root or os.getcwd())
-        # in CI the checked-out tree is the code under review: a cache inside it may have come with that code
-        trusted = bool(chosen) or not running_in_ci()
+        directory, trusted = self._directory(config)
         cache = self.cache = ScanCache(directory, run_key(catalog.fingerprint, config.fingerprint()), read=trusted)
         if not trusted and cache.usable and any(Path(directory).glob("scan-*.json")):
             self.notices.append(f"cache in {directory} not read: CI is set and the folder is inside the checked-out "
                                 "tree, where it may have come with the code under review (to use a cache your "
                                 f"workflow restored, name it with --cache-dir or {ENV_VAR})")
         return cache
+
+    def _directory(self, config: ScanConfig) -> tuple[str, bool]:
+        """(the cache folder, whether it may be read)."""
+        from llmdoctor.scan.cache import ENV_VAR, default_cache_dir, running_in_ci
+
+        chosen = self.cache_dir or os.environ.get(ENV_VAR)
+        chosen = os.path.expanduser(chosen) if chosen else None  # `~/.cache/llmdoctor` from a CI env block
+        directory = chosen or default_cache_dir(config.root or os.getcwd())
+        # in CI the checked-out tree is the code under review: a cache inside it may have come with that code
+        trusted = bool(chosen) or not running_in_ci()
+        return directory, trusted
+
+    def catalog_dir(self, config: ScanConfig) -> str | None:
+        """Where the catalog keeps the shipped rule files' parsed YAML: this run's cache folder, when it may be
+        read (catalog.py `ShippedDocuments`)."""
+        if not self.use_cache:
+            return None
+        directory, trusted = self._directory(config)
+        return directory if trusted else None
 
     def linked(self, files: list[str], checked: set[str], root: str | None, catalog: Catalog,
                config: ScanConfig) -> tuple[list[FileResult] | None, str | None]:

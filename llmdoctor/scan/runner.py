@@ -84,11 +84,12 @@ class ScanPlan:
         return next(((root, files) for root, files in self.projects if path in files), (None, [path]))
 
 
-def prepare_scan(paths: list[str], options: ScanOptions) -> ScanPlan:
+def prepare_scan(paths: list[str], options: ScanOptions, analyze: Analyze | None = None) -> ScanPlan:
+    """`analyze`: the analysis step `collect` will be given (a cached one also keeps the parsed rule files)."""
     cwd = options.cwd or os.getcwd()
     paths = [os.path.join(cwd, p) for p in (paths or ["."])]
     config = _settings(paths, options, cwd)
-    catalog = load_catalog(config.rules_dirs)
+    catalog = _catalog(config, analyze)
     _check_rule_ids(config, catalog, options)
     found = discover(paths, root=config.root, exclude=config.exclude, force_exclude=options.force_exclude,
                      respect_gitignore=config.respect_gitignore, max_file_size=config.max_file_size)
@@ -133,13 +134,18 @@ def _projects(files: list[str], config: ScanConfig, report: Report) -> list[tupl
     return out
 
 
-def prepare_stdin(filename: str | None, options: ScanOptions) -> ScanPlan:
+def _catalog(config: ScanConfig, analyze: Analyze | None) -> Catalog:
+    cache_dir = analyze.catalog_dir(config) if hasattr(analyze, "catalog_dir") else None
+    return load_catalog(config.rules_dirs, cache_dir=cache_dir)
+
+
+def prepare_stdin(filename: str | None, options: ScanOptions, analyze: Analyze | None = None) -> ScanPlan:
     """The plan for `scan -`: one file, read from stdin, that is checked as if it were `filename` (config
     found from there, per-file ignores and, with --force-exclude, excludes applied to it; messages name it)."""
     cwd = options.cwd or os.getcwd()
     path = os.path.normpath(os.path.join(cwd, filename or "-"))
     config = _settings([os.path.dirname(path) if not filename else path], options, cwd)
-    catalog = load_catalog(config.rules_dirs)
+    catalog = _catalog(config, analyze)
     _check_rule_ids(config, catalog, options)
     report = Report(command="scan")
     report.rules = [spec.info() for rule_id, spec in sorted(catalog.rules.items())
@@ -157,7 +163,7 @@ def run_scan(paths: list[str], options: ScanOptions | None = None, analyze: Anal
     """`progress(done, total)` is called after each file (the CLI's progress bar); the engine never sees it."""
     options = options or ScanOptions()
     with fewer_collections():
-        return collect(prepare_scan(paths, options), options, analyze, progress)
+        return collect(prepare_scan(paths, options, analyze), options, analyze, progress)
 
 
 def collect(plan: ScanPlan, options: ScanOptions, analyze: Analyze | None = None,
