@@ -239,6 +239,15 @@ class _Builder:
     def names(self, sets) -> list[str]:
         return [name for one in sets for name in knowledge_set(self.catalog, one)]
 
+    def _name_index(self, sets) -> NameIndex:
+        """The NameIndex of these SETs, built once per catalog (a rule's text and code stages, and rules naming
+        the same SETs, share it: the SDK calls are thousands of names)."""
+        key = ("prefilter.NameIndex", tuple(sets))
+        found = self.catalog.memo.get(key)
+        if found is None:
+            found = self.catalog.memo[key] = NameIndex(self.names(sets))
+        return found
+
     # ------------------------------------------------------------------ the text and its code
 
     def text(self, condition, stage: str):
@@ -259,7 +268,7 @@ class _Builder:
                 words = None if roots is None or words is None else words | roots
             if words is not None:  # one name's first word, or a chain spelled whole
                 tests.append(_passes_on_text(word_test(sorted(words))))
-            index = NameIndex(self.names(condition.names))
+            index = self._name_index(condition.names)
             tests.append(lambda text, source: index.may_match(text))
         if condition.one_of:
             parts = [self.text(part, stage) for part in condition.one_of]
@@ -327,7 +336,7 @@ class _Builder:
     def _names_region(self, sets):
         """One of the names' parts all among the body's words (with what its names were bound to) and, for a
         call rule, a call there that can resolve to one of them (`Region.may_call`)."""
-        index = NameIndex(self.names(sets))
+        index = self._name_index(sets)
         if not self.callees:
             return lambda region: index.may_match_words(region.words, region.text)
         from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
