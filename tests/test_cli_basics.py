@@ -35,3 +35,20 @@ def test_bad_input_with_format_json_also_prints_a_json_error(cli, tmp_path):
         assert error and error in result.stderr
     text = cli("kv-budget", "--model", "no-such-model", "--bs", "1", "--seq", "8")
     assert text.returncode == 2 and text.stdout == ""
+
+
+def test_the_console_script_ends_with_its_output_flushed_and_exit_handlers_run() -> None:
+    """`end_process` skips the interpreter's teardown of the heap, not the output nor the atexit handlers."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, sys\n"
+            "from llmdoctor.cli import end_process\n"
+            "atexit.register(lambda: print('handler ran'))\n"
+            "sys.stdout.write('x' * 200_000)\n"
+            "sys.stderr.write('to stderr')\n"
+            "end_process(3)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3
+    assert proc.stdout == "x" * 200_000 + "handler ran\n"
+    assert proc.stderr == "to stderr"
