@@ -133,13 +133,16 @@ def end_process(code: int) -> None:
     """Exit with `code` without freeing, one object at a time, everything the command built: the interpreter's
     own exit tears down the whole heap (a warm scan's project model and cached indexes: ~0.1 s of a pre-commit
     run, docs/performance.md); mypy ends its runs the same way. The output is flushed and the exit handlers
-    (atexit) run first; where the output cannot be flushed (a closed pipe) the interpreter's exit handles it,
-    as before."""
+    (atexit) run first; where the output cannot be flushed (a closed pipe), or another thread still runs (the
+    interpreter's exit waits for it), the interpreter's exit handles it, as before."""
     import atexit
     import gc
     import os
+    import threading
 
     gc.freeze()  # (for that fallback: its last collection need not walk what the command built)
+    if threading.active_count() > 1:
+        sys.exit(code)
     try:
         sys.stdout.flush()
         sys.stderr.flush()

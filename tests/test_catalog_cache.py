@@ -63,7 +63,7 @@ def _other(field: str, value):
 def _one_document(change):
     def edit(text: bytes) -> bytes:
         data = json.loads(text)
-        name = sorted(data["documents"])[0]
+        name = min(data["documents"])
         change(data["documents"], name)
         return json.dumps(data).encode()
     return edit

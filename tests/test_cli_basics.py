@@ -52,3 +52,15 @@ def test_the_console_script_ends_with_its_output_flushed_and_exit_handlers_run()
     assert proc.returncode == 3
     assert proc.stdout == "x" * 200_000 + "handler ran\n"
     assert proc.stderr == "to stderr"
+
+
+def test_the_console_script_waits_for_a_thread_still_running() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, threading, time\n"
+            "from llmdoctor.cli import end_process\n"
+            "threading.Thread(target=lambda: (time.sleep(0.5), print('thread done'))).start()\n"
+            "end_process(0)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, "thread done\n")
