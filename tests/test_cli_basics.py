@@ -48,7 +48,7 @@ def test_the_console_script_ends_with_its_output_flushed_and_exit_handlers_run()
             "sys.stdout.write('x' * 200_000)\n"
             "sys.stderr.write('to stderr')\n"
             "end_process(3)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 3
     assert proc.stdout == "x" * 200_000 + "handler ran\n"
     assert proc.stderr == "to stderr"
@@ -62,5 +62,5 @@ def test_the_console_script_waits_for_a_thread_still_running() -> None:
             "from llmdoctor.cli import end_process\n"
             "threading.Thread(target=lambda: (time.sleep(0.5), print('thread done'))).start()\n"
             "end_process(0)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert (proc.returncode, proc.stdout) == (0, "thread done\n")
