@@ -54,3 +54,37 @@ def test_the_cached_form_gives_the_same_index():
     again = ModuleIndex.from_json(json.loads(json.dumps(index.to_json())))
     assert calls(again, "fetch") == calls(index, "fetch")
     assert again.to_json() == index.to_json()
+
+
+def test_a_container_literal_is_one_of_its_elements_and_a_loop_variable_an_element():
+    source = textwrap.dedent("""
+        import httpx
+        from .providers import Github, Google, P
+        providers = [Github(), Google(), Github()]
+        by_name = {"a": Github, "b": httpx.Client()}
+        names = ["github", "google"]
+        table = [Github() for _ in range(3)]
+        many = [""" + ", ".join(f"P(n={n})" for n in range(33)) + """]
+
+        def pick(name):
+            for p in providers:
+                return p
+
+        def each():
+            for key, value in by_name.items():
+                value.get("x")
+            for position, item in enumerate(providers):
+                item.run()
+            by_name[0].get("y")
+        """)
+    index = index_module(source, ast.parse(source))
+    assert index.bindings["providers"] == "A:{R1:providers.Github()|R1:providers.Google()}"
+    assert index.bindings["by_name"] == "A:{I:httpx.Client()|R1:providers.Github}"
+    assert index.bindings["names"] is None and index.bindings["table"] is None
+    assert index.bindings["many"] is None  # more than MAX_MEMBERS elements: data, not a table of implementations
+    (pick,) = [f for f in index.functions if f.key == "pick"]
+    assert pick.returns == "A:{R1:providers.Github()|R1:providers.Google()}[]"
+    refs = {call.line: call.ref for call in [f for f in index.functions if f.key == "each"][0].calls}
+    assert refs[16] == "A:{I:httpx.Client()|R1:providers.Github}[].get"
+    assert refs[18] == "A:{R1:providers.Github()|R1:providers.Google()}[].run"
+    assert refs[19] == "A:{I:httpx.Client()|R1:providers.Github}[0].get"

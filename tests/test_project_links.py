@@ -1023,3 +1023,70 @@ def test_an_attribute_given_by_the_caller_or_built_here_has_the_type_built_here(
     findings = [f for f in scan(root) if f.rule == "LLM004"]
     assert [(f.line, f.extra["call"]) for f in findings] == [
         (17, "boto3.client.get_item"), (20, "httpx.Client.get")]
+
+
+def test_an_object_picked_from_a_literal_list_or_dict_is_one_of_its_elements(tmp_path):
+    """chainlit's OAuth providers: `providers = [GithubProvider(), GoogleProvider()]`, looked up by a loop;
+    letta's `function_map = {"fetch": self.fetch, ...}[name](...)`. A call on the element reaches every
+    element's method; a literal of data (strings) or of more than MAX_MEMBERS elements resolves to nothing."""
+    root = write(tmp_path, {"app/providers.py": """
+        import httpx
+
+        class Github:
+            id = "github"
+            async def get_user(self, token):
+                async with httpx.AsyncClient() as client:
+                    return await client.get("https://api.github.com/user")
+
+        class Google:
+            id = "google"
+            async def get_user(self, token):
+                async with httpx.AsyncClient() as client:
+                    return await client.get("https://openidconnect.googleapis.com/v1/userinfo")
+
+        providers = [Github(), Google()]
+        names = ["github", "google"]
+
+        def get_provider(name):
+            for p in providers:
+                if p.id == name:
+                    return p
+            return None
+        """, "app/tools.py": """
+        import time
+
+        class Tools:
+            async def execute(self, name, **args):
+                table = {"wait": self.wait, "nap": self.nap}
+                return await table[name](**args)
+
+            async def wait(self):
+                time.sleep(1)
+
+            async def nap(self):
+                time.sleep(2)
+
+            async def each(self):
+                for key, tool in {"wait": self.wait}.items():
+                    await tool()
+        """, "app/server.py": """
+        from fastapi import FastAPI
+        from app.providers import get_provider, providers
+        from app.tools import Tools
+
+        app = FastAPI()
+        tools = Tools()
+
+        @app.get("/login/{name}")
+        async def login(name: str, token: str):
+            return await get_provider(name).get_user(token)
+
+        @app.post("/tools/{name}")
+        async def run_tool(name: str):
+            return await tools.execute(name)
+        """})
+    findings = scan(root)
+    assert found(findings) == [
+        ("app/providers.py", 7, "LLM003"), ("app/providers.py", 13, "LLM003"),
+        ("app/tools.py", 10, "LLM004"), ("app/tools.py", 13, "LLM004")]
+    assert {f.extra["via"][-2]["function"] for f in findings if f.rule == "LLM003"} == {"login"}

@@ -15,6 +15,11 @@ A reference is a string `<root>:<dotted path>`; a `()` after a part means "the r
     B:open                     a builtin
     I:httpx.Client().get       `c = httpx.Client(); c.get(...)`: locals, `with ... as c` and annotated
                                parameters are replaced by what they hold
+    A:{M:A()|M:B()}[]          an element of a list, tuple, set or dict literal whose elements (values)
+                               are each one of these (`providers = [A(), B()]`; `for p in providers`,
+                               `providers[i]`, `d.get(k)`, `for k, v in d.items()`)
+
+`x[i]` is `x[]`, or `x[0]` for a constant index (an item of a returned tuple).
 
 The index knows nothing of the rule tables: which calls block, build clients or register request handlers
 is decided by the model, with the catalog. Function keys are the dotted path of def/class names from the
@@ -47,6 +52,8 @@ _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
 
 
 IN_CONTAINER = "[]"  # an argument position's suffix: the reference is an element of a tuple/list passed there
+CONTAINER = "A:"  # a container literal's reference: "A:{<member>|<member>}", an element is one of the members
+MAX_MEMBERS = 32  # a longer literal is data, not a table of implementations
 
 
 @dataclass(slots=True)
@@ -414,6 +421,14 @@ class _Reader:
                 return "U:"
             base = self.ref(func)
             return None if base is None or base.endswith(":") else base + "()"
+        if kind is ast.Subscript:
+            base = self.ref(expr.value)
+            if base is None or base.endswith(":"):
+                return None
+            index = expr.slice
+            if type(index) is ast.Constant and type(index.value) is int and index.value >= 0:
+                return f"{base}[{index.value}]"
+            return base + "[]"
         return None
 
     def value_ref(self, expr: ast.expr | None) -> str | None:
@@ -429,7 +444,21 @@ class _Reader:
             parts = expr.values if kind is ast.BoolOp else [expr.body, expr.orelse]
             found = {self.value_ref(part) for part in parts if not _is_none(part)} - {None}
             return found.pop() if len(found) == 1 else None
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+            return self.container_ref(expr.elts)
+        if kind is ast.Dict:
+            return self.container_ref(expr.values)
         return None
+
+    def container_ref(self, elements: list) -> str | None:
+        """`[GithubProvider(), GoogleProvider()]`: a container whose elements are each one of those."""
+        if len(elements) > MAX_MEMBERS:
+            return None
+        members = sorted({self.value_ref(element) for element in elements if type(element) is not ast.Starred}
+                         - {None})
+        if not members or any(member.startswith(CONTAINER) or "|" in member or "}" in member for member in members):
+            return None
+        return CONTAINER + "{" + "|".join(members) + "}"
 
     def annotation_ref(self, annotation: ast.expr | None) -> str | None:
         """An annotated name holds an instance of its (project or library) type: `c: httpx.Client`."""
@@ -507,8 +536,8 @@ class _Reader:
             self.block(node.body)
         elif kind is ast.For or kind is ast.AsyncFor:
             self.expressions([node.iter])
-            for name in _target_names(node.target):
-                self.bind(name, None)
+            for name, value in self._loop_values(node.target, node.iter):
+                self.bind(name, value)
             self.block(node.body)
             self.block(node.orelse)
         elif kind is ast.While:
@@ -538,6 +567,28 @@ class _Reader:
             self._note_return(node.value)
         else:  # Expr, Raise, Assert, Delete...
             self.expressions([value for name, value in ast.iter_fields(node) if isinstance(value, ast.AST)])
+
+    def _loop_values(self, target: ast.expr, iterable: ast.expr) -> list[tuple[str, str | None]]:
+        """What a loop variable holds: `for p in providers` an element of `providers`; `v` in
+        `for k, v in d.items()` and `for i, v in enumerate(items)` too."""
+        names = _target_names(target)
+        source = None
+        method = iterable.func if type(iterable) is ast.Call else None
+        if type(target) is ast.Name:
+            if type(method) is ast.Attribute and method.attr == "values" and not iterable.args:
+                source = method.value
+            elif method is None:
+                source = iterable
+        elif type(target) is ast.Tuple and len(target.elts) == 2 and type(target.elts[1]) is ast.Name:
+            if type(method) is ast.Attribute and method.attr == "items" and not iterable.args:
+                source = method.value
+            elif type(method) is ast.Name and method.id == "enumerate" and len(iterable.args) == 1 \
+                    and not self.lookup("enumerate")[0]:
+                source = iterable.args[0]
+        element = self.ref(source) if source is not None else None
+        if element is None or element.endswith(":"):
+            return [(name, None) for name in names]
+        return [(name, element + "[]" if name == names[-1] else None) for name in names]
 
     def _note_return(self, value: ast.expr | None) -> None:
         """What the function returns, as far as every `return` agrees (`return None` says nothing)."""

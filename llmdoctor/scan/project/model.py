@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from llmdoctor.scan.project.index import (
     AWAIT,
     CALL,
+    CONTAINER,
     IN_CONTAINER,
     LAMBDA,
     MODULE_KEY,
@@ -110,11 +111,12 @@ class Context:
 class Target:
     """What a reference denotes: a project function/class/instance, a project module, or a library name."""
 
-    kind: str  # "function" | "class" | "instance" | "module" | "library"
+    kind: str  # "function" | "class" | "instance" | "module" | "library" | "any" | "items" | "pick"
     node: int = -1  # function
     klass: tuple[str, str] | None = None  # (path, class key) for class / instance
     path: str = ""  # module
     name: str = ""  # library: the qualified name
+    members: tuple[Target, ...] = ()  # any: one of these; items: a container literal of these; pick: its .get
 
 
 _PENDING = Target("pending")  # a resolution under way
@@ -325,8 +327,11 @@ class ProjectModel:
         """The project functions a call reaches: the function, or a class's `__init__`/`__post_init__`. With
         `run`, only those the call itself runs (calling a generator function runs nothing yet)."""
         target = self.resolve(node_id, call.ref)
-        if target is None:
-            return []
+        return self._callees(target, run) if target is not None else []
+
+    def _callees(self, target: Target, run: bool) -> list[int]:
+        if target.kind == "any":  # `provider.get_token()` for a provider picked from a list of them
+            return list(dict.fromkeys(n for member in target.members for n in self._callees(member, run)))
         if target.kind == "function":
             if run and self.nodes[target.node].function.generator:
                 return []
@@ -707,6 +712,12 @@ class ProjectModel:
         if depth > MAX_RESOLVE_DEPTH:
             return None
         root, _, rest = ref.partition(":")
+        if root + ":" == CONTAINER:
+            close = rest.index("}")
+            members = [self._resolve(node, member, depth + 1) for member in rest[1:close].split("|")]
+            found = _one_of(members)
+            container = Target("items", members=found.members if found.kind == "any" else (found,)) if found else None
+            return self._walk(container, _tokens(rest[close + 1:]), depth)
         tokens = _TOKENS.get(rest)
         if tokens is None:
             tokens = _TOKENS[rest] = _tokens(rest)
@@ -768,14 +779,22 @@ class ProjectModel:
 
     def _step(self, current: Target, token: str, depth: int) -> Target | None:
         kind = current.kind
+        if kind == "any":
+            return _one_of([self._step(member, token, depth) for member in current.members])
+        if kind == "items":  # an element, by index or `.get(key)`
+            if token.startswith("["):
+                return _one_of(list(current.members))
+            return Target("pick", members=current.members) if token == "get" else None
+        if kind == "pick":
+            return _one_of(list(current.members)) if token == CALLED else None
         if kind == "library":
             if token.startswith("["):
                 return None  # an item of a library call's result: unknown
             return current if token == CALLED else Target("library", name=f"{current.name}.{token}")
         if kind == "result":  # what a project function returned (its `return`, read by the index)
             function = self.nodes[current.node].function
-            if token.startswith("["):
-                items = function.returns_items or []
+            if token.startswith("[") and function.returns_items is not None:
+                items = function.returns_items
                 position = int(token[1:-1]) if token[1:-1].isdigit() else -1
                 value = items[position] if 0 <= position < len(items) else None
                 return self._resolve(self.nodes[current.node], value, depth + 1) if value else None
@@ -1074,6 +1093,17 @@ class ProjectModel:
 
 
 # ----------------------------------------------------------------------------- references
+
+
+def _one_of(targets: list[Target | None]) -> Target | None:
+    """The targets that resolved, as one: itself when they agree, else an `any` of them."""
+    members: dict[Target, None] = {}
+    for target in targets:
+        if target is not None:
+            members.update(dict.fromkeys(target.members if target.kind == "any" else (target,)))
+    if not members:
+        return None
+    return next(iter(members)) if len(members) == 1 else Target("any", members=tuple(members))
 
 
 def _route(decorator: str, path: str) -> str:
