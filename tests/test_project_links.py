@@ -1090,3 +1090,30 @@ def test_an_object_picked_from_a_literal_list_or_dict_is_one_of_its_elements(tmp
         ("app/providers.py", 7, "LLM003"), ("app/providers.py", 13, "LLM003"),
         ("app/tools.py", 10, "LLM004"), ("app/tools.py", 13, "LLM004")]
     assert {f.extra["via"][-2]["function"] for f in findings if f.rule == "LLM003"} == {"login"}
+
+
+def test_a_model_servers_lifecycle_operations_run_once_per_admin_operation(tmp_path):
+    """xinference's worker actor: `launch_builtin_model`, `terminate_model`, `reload_model` rewrite a few-KB
+    JSON of launch arguments once per operation that itself takes minutes; a method named like a request
+    (`chat`) doing the same is reported. rules/entrypoints.yaml run_once.name_globs."""
+    root = write(tmp_path, {"worker.py": """
+        import json
+
+        class WorkerActor:
+            def _persist(self, args):
+                with open("launch.json", "w") as out:
+                    json.dump(args, out)
+
+            async def launch_builtin_model(self, uid, **args):
+                self._persist(args)
+
+            async def terminate_model(self, uid):
+                self._persist({})
+
+            async def reload_model(self, uid):
+                self._persist({})
+
+            async def chat(self, uid, prompt):
+                self._persist({"last": prompt})
+        """})
+    assert found(scan(root), "LLM004") == [("worker.py", 19, "LLM004")]
