@@ -182,6 +182,30 @@ def test_escaping_objects_are_not_per_call():
         """) == []
 
 
+def test_a_nested_def_that_binds_the_same_name_captures_nothing():
+    """letta's Anthropic proxy: the streaming branch's generator builds its own `client`; the non-streaming
+    path's `client` of the same name is not captured by it, and is built per request."""
+    assert lines("""
+        import httpx
+        async def proxy(body, stream):
+            if stream:
+                async def relay():
+                    async with httpx.AsyncClient() as client:
+                        yield await client.post("https://api.anthropic.com/v1/messages", json=body)
+                return relay()
+            async with httpx.AsyncClient() as client:
+                return await client.post("https://api.anthropic.com/v1/messages", json=body)
+
+        def outer():
+            http = httpx.Client()
+            def middle():
+                def inner():
+                    return http.get("x")
+                return inner
+            return middle
+        """, every_context=True) == [6, 9]
+
+
 def test_returning_only_the_response_does_not_make_the_client_escape():
     assert lines("""
         from openai import OpenAI

@@ -51,6 +51,7 @@ class _Frame:
     sources: dict[str, set[str]] = field(default_factory=dict)  # local name -> what flowed into it
     stored: set[str] = field(default_factory=set)  # "n:<name>" / "c:<id(call)>" kept beyond the call
     returned: set[str] = field(default_factory=set)  # ... handed to the caller (returned, yielded)
+    used: set[str] = field(default_factory=set)  # names read or bound in it or in the defs nested in it
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ class ClientPerCall(Rule):
         self._frames.append(_Frame(self.context.scope))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._finish(self._frames.pop())
+        self._leave_frame()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         frame = _Frame(self.context.scope)
@@ -132,13 +133,23 @@ class ClientPerCall(Rule):
         frame.returned |= self._flows(node.body)  # a lambda returns its body
 
     def leave_Lambda(self, node: cst.Lambda) -> None:
-        self._finish(self._frames.pop())
+        self._leave_frame()
+
+    def _leave_frame(self) -> None:
+        frame = self._frames.pop()
+        self._finish(frame)
+        if self._frames:
+            # a name a nested def/lambda uses without binding it is captured: the closure may outlive the
+            # outer call (a name it binds itself, `async with httpx.AsyncClient() as client`, is its own)
+            scope = frame.scope
+            free = frame.used - (scope.bindings.keys() - scope.global_names)
+            outer = self._frames[-1]
+            outer.stored.update(f"n:{name}" for name in free)
+            outer.used |= free
 
     def visit_Name(self, node: cst.Name) -> None:
-        # a name used inside a nested def/lambda is captured: the closure may outlive the outer call
-        for frame in self._frames[:-1]:
-            frame.stored.add(f"n:{node.value}")
         if self._frames:  # (and a module-level object a function uses is shared by its calls)
+            self._frames[-1].used.add(node.value)
             self._module_frame.stored.add(f"n:{node.value}")
 
     # -------------------------------------------------------------- value flow
