@@ -121,6 +121,44 @@ def test_a_caller_changed_alone_is_re_linked_against_the_stored_callees(project:
     assert lines(found) == [("app/routes.py", 8, "LLM004")] and replayed == 0  # a renamed function: all
 
 
+def test_a_class_decorator_registering_it_elsewhere_is_part_of_the_interface(project: Path) -> None:
+    """A class registered by a decorator into another module's container changes what a call on that
+    container reaches (ProjectModel._registries): adding or removing the decorator links the whole program."""
+    registry = """
+        registry = []
+
+        def register(cls):
+            registry.append(cls)
+            return cls
+        """
+    plugin = """
+        import time
+        from app.registry import register
+
+        class Plugin:
+            def run(self):
+                time.sleep(1)
+        """
+    routes = """
+        from fastapi import FastAPI
+        from app import plugin
+        from app.registry import registry
+        app = FastAPI()
+
+        @app.get("/run")
+        async def run():
+            for cls in registry:
+                cls().run()
+        """
+    write(project, {"app/registry.py": registry, "app/plugin.py": plugin, "app/routes.py": routes})
+    assert same_as_cold(project) == ([], 0)
+    write(project, {"app/plugin.py": plugin.replace("class Plugin", "@register\n        class Plugin")})
+    registered, replayed = same_as_cold(project)
+    assert lines(registered) == [("app/routes.py", 10, "LLM004")] and replayed == 0
+    write(project, {"app/plugin.py": plugin})
+    assert same_as_cold(project) == ([], 0)
+
+
 def test_added_or_removed_modules_link_the_whole_program(project: Path) -> None:
     same_as_cold(project)
     write(project, {"app/extra.py": "from app.helpers import load\n\nasync def h():\n    load(1)\n"})

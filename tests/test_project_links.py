@@ -1117,3 +1117,60 @@ def test_a_model_servers_lifecycle_operations_run_once_per_admin_operation(tmp_p
                 self._persist({"last": prompt})
         """})
     assert found(scan(root), "LLM004") == [("worker.py", 19, "LLM004")]
+
+
+def test_a_registry_filled_by_a_class_decorator_holds_the_classes_it_registers(tmp_path):
+    """langbot's boot stages: `@stage_class("LoadConfigStage")` stores the class in `preregistered_stages`,
+    which `make_app` (run once, from `main`) iterates; the stages' `run` methods then run once too, and a
+    request handler reaching a registered class through the same kind of registry is serving."""
+    root = write(tmp_path, {"app/stage.py": """
+        registry: dict = {}
+        handlers = []
+
+        def stage_class(name):
+            def decorator(cls):
+                registry[name] = cls
+                return cls
+            return decorator
+
+        def handler(cls):
+            handlers.append(cls)
+            return cls
+        """, "app/stages.py": """
+        import time
+        import requests
+        from app import stage
+
+        @stage.stage_class("load")
+        class LoadConfig:
+            async def run(self):
+                time.sleep(1)
+
+        @stage.handler
+        class Fetch:
+            def handle(self):
+                return requests.get("https://example.com", timeout=5)
+        """, "app/main.py": """
+        import asyncio
+        from fastapi import FastAPI
+        from app import stage, stages
+
+        app = FastAPI()
+
+        async def main():
+            for name in ["load"]:
+                await stage.registry[name]().run()
+
+        @app.get("/fetch")
+        async def fetch():
+            for cls in stage.handlers:
+                cls().handle()
+
+        if __name__ == "__main__":
+            asyncio.run(main())
+        """})
+    findings = scan(root, every_context=True)
+    assert [(f.path, f.line, f.rule, f.extra["context"]) for f in findings] == [
+        ("app/main.py", 15, "LLM004", "serving"), ("app/stages.py", 9, "LLM004", "run-once"),
+        ("app/stages.py", 14, "LLM003", "serving")]
+    assert [(f.path, f.line) for f in scan(root)] == [("app/main.py", 15), ("app/stages.py", 14)]

@@ -5,8 +5,8 @@ for each of its functions the edges to what its calls reach (callee, kind, which
 which blocking library call it makes itself; and, in order, its effects on the program (entry points,
 run-once functions, spawned coroutines). They depend on the module's own index and on what other modules
 *declare* - their interface: names bound at module level, the functions (key, owner, parent, what they
-return, switches...) and classes (bases, attributes, methods) - never on other modules' call lists, lines or
-decorators. So when the changed modules' interfaces are unchanged (an edit inside function bodies, the
+return, switches, the containers a registering decorator fills...) and classes (bases, attributes, methods,
+decorators) - never on other modules' call lists, lines or function decorators. So when the changed modules' interfaces are unchanged (an edit inside function bodies, the
 common pre-commit case), every other module's products are those of the last run, and only the changed
 modules are resolved again; the contexts (reachability), the blocking chains and the rules are recomputed
 over the whole program, as in a cold run. Anything else - a changed interface, a module added or removed,
@@ -34,12 +34,14 @@ class ReplayError(ValueError):
 
 def interface_digest(index: ModuleIndex) -> str:
     """sha256 of what other modules' links can read from this module (everything but call lists, lines,
-    decorators and suppressions)."""
+    function decorators and suppressions)."""
     parts = [
         index.bindings, index.imports, index.main_block,
         [[f.key, f.name, f.is_async, f.owner, f.static, f.parent, f.returns, f.returns_items, f.generator,
-          f.switches, f.switch_attributes] for f in index.functions],
-        [[c.key, c.name, [list(b) for b in c.bases], c.attributes, c.methods] for c in index.classes],
+          f.switches, f.switch_attributes, f.registers] for f in index.functions],
+        # a class's decorators may register it in another module's container (ProjectModel._registries)
+        [[c.key, c.name, [list(b) for b in c.bases], c.attributes, c.methods, [d.to_json() for d in c.decorators]]
+         for c in index.classes],
     ]
     return hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
 

@@ -134,16 +134,19 @@ class Function:
     # in `__init__`: attributes set straight from a switch (`self.specify = specify`) -> the switch; a method's
     # `if self.specify:` is then off for the objects built with it off
     switch_attributes: dict[str, str] = field(default_factory=dict)
+    # the containers it stores its first parameter in (`registry[name] = cls`, `registry.append(cls)`): a
+    # registering decorator; the classes it decorates are the container's elements
+    registers: list[str] = field(default_factory=list)
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
-                self.returns_items, self.generator, self.switches, self.switch_attributes]
+                self.returns_items, self.generator, self.switches, self.switch_attributes, self.registers]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
         (key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches,
-         switch_attributes) = data
+         switch_attributes, registers) = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
@@ -152,12 +155,13 @@ class Function:
                                          and type(v[0]) is int and type(v[1]) is int for k, v in switches.items()))
                 and type(switch_attributes) is dict
                 and (not switch_attributes or all(type(k) is str and type(v) is str
-                                                  for k, v in switch_attributes.items()))):
+                                                  for k, v in switch_attributes.items()))
+                and type(registers) is list and set(map(type, registers)) <= _STR):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
                    [Call.from_json(c) for c in calls], returns, items, generator,
                    {k: list(v) for k, v in switches.items()},
-                   dict(switch_attributes))
+                   dict(switch_attributes), list(registers))
 
 
 @dataclass(slots=True)
@@ -278,7 +282,7 @@ def index_module(source: str, tree: ast.Module, interest=None) -> ModuleIndex:
 
 
 class _Scope:
-    __slots__ = ("bindings", "function", "globals", "kind", "klass", "shipped")
+    __slots__ = ("bindings", "first", "function", "globals", "kind", "klass", "shipped")
 
     def __init__(self, kind: str, function: Function | None = None, klass: ClassInfo | None = None) -> None:
         self.kind = kind  # "module" | "class" | "function"
@@ -287,6 +291,7 @@ class _Scope:
         self.klass = klass
         self.globals: set[str] = set()  # names a `global` / `nonlocal` statement takes out of this scope
         self.shipped: set[str] = set()  # names holding a path built from `__file__`
+        self.first: str | None = None  # a module-level function's first parameter (what a decorator is given)
 
 
 class _Reader:
@@ -438,7 +443,7 @@ class _Reader:
         kind = type(expr)
         if kind is ast.Await:
             return self.value_ref(expr.value)
-        if kind is ast.Call or kind is ast.Name or kind is ast.Attribute:
+        if kind is ast.Call or kind is ast.Name or kind is ast.Attribute or kind is ast.Subscript:
             return self.ref(expr)
         if kind is ast.BoolOp or kind is ast.IfExp:
             parts = expr.values if kind is ast.BoolOp else [expr.body, expr.orelse]
@@ -502,6 +507,10 @@ class _Reader:
         self.statement_line = node.lineno
         if kind is ast.Expr:  # the most frequent statement: a call, a docstring
             self.expressions([node.value])
+            value = node.value
+            if type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in ("append", "add") \
+                    and len(value.args) == 1 and type(value.args[0]) is ast.Name:
+                self._note_registration(value.func.value, value.args[0])
         elif kind in _DEFS:
             self.function_def(node)
         elif kind is ast.ClassDef:
@@ -510,6 +519,10 @@ class _Reader:
             self.expressions([node.value])
             value = self.value_ref(node.value)
             shipped = self._shipped(node.value)
+            if type(node.value) is ast.Name:
+                for target in node.targets:
+                    if type(target) is ast.Subscript:
+                        self._note_registration(target.value, node.value)
             for target in node.targets:
                 self.assign(target, value)
                 self._note_switch_attribute(target, node.value)
@@ -567,6 +580,27 @@ class _Reader:
             self._note_return(node.value)
         else:  # Expr, Raise, Assert, Delete...
             self.expressions([value for name, value in ast.iter_fields(node) if isinstance(value, ast.AST)])
+
+    def _note_registration(self, container: ast.expr, stored: ast.Name) -> None:
+        """`registry[name] = cls` / `registry.append(cls)` where `cls` is this function's first parameter and
+        `registry` a module-level name (here, or imported)."""
+        scope = self.scope
+        if scope.kind != "function" or scope.first is None or stored.id != scope.first:
+            return
+        if type(container) is ast.Name:
+            if any(container.id in outer.bindings for outer in self.scopes[1:]):
+                return  # a local container: gone with the call
+            value = self.module_bindings.get(container.id)
+            if container.id not in self.module_bindings:
+                return
+            ref = value if value is not None and value[:2] == "I:" or (value or "")[:1] == "R" else "M:" + container.id
+        elif type(container) is ast.Attribute:
+            ref = self.ref(container)
+            if ref is None or not (ref[:2] == "I:" or ref[:1] == "R"):
+                return
+        else:
+            return
+        scope.function.registers.append(ref)
 
     def _loop_values(self, target: ast.expr, iterable: ast.expr) -> list[tuple[str, str | None]]:
         """What a loop variable holds: `for p in providers` an element of `providers`; `v` in
@@ -760,6 +794,8 @@ class _Reader:
         for star in (arguments.vararg, arguments.kwarg):
             if star is not None:
                 scope.bindings[star.arg] = None
+        if positional and function.owner is None:
+            scope.first = positional[0].arg
         function.switches = _switches(arguments, bound=function.owner is not None and not function.static)
         self.scopes.append(scope)
         saved_lazy, self.lazy_depth = self.lazy_depth, 0

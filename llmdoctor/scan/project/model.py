@@ -183,6 +183,8 @@ class ProjectModel:
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
+        self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}
+        self.registered = self._registries()
         self._link(console_scripts)
         self.once |= {node.id for node in self.nodes if node.cached}
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
@@ -433,6 +435,36 @@ class ProjectModel:
                 node = self.by_key.get((found[0], function_name))
                 if node is not None:
                     self.once.add(node)
+
+    def _registries(self) -> dict[tuple[str, str], tuple[Target, ...]]:
+        """The containers registering class decorators fill: `@stage_class("load") class LoadStage` where
+        `def stage_class(name): def decorator(cls): registry[name] = cls; return cls; return decorator`.
+        (module path, container name) -> the classes registered in it."""
+        found: dict[tuple[str, str], list[Target]] = {}
+        for (path, key), klass in self.classes.items():
+            module_node = self.by_key.get((path, MODULE_KEY)) if klass.decorators else None
+            if module_node is None:
+                continue
+            for decorator in klass.decorators:
+                target = self.resolve(module_node, decorator.ref)
+                if target is not None and target.kind == "function" and decorator.called:
+                    returned = self.nodes[target.node].function.returns
+                    target = self.resolve(target.node, returned) if returned else None
+                if target is None or target.kind != "function":
+                    continue
+                for ref in self.nodes[target.node].function.registers:
+                    where = self._container(target.node, ref)
+                    if where is not None:
+                        found.setdefault(where, []).append(Target("class", klass=(path, key)))
+        return {where: tuple(dict.fromkeys(classes)) for where, classes in found.items()}
+
+    def _container(self, node_id: int, ref: str) -> tuple[str, str] | None:
+        """The module-level name a reference denotes: (module path, name)."""
+        if ref.startswith("M:") and "." not in ref:
+            return self.nodes[node_id].path, ref[2:]
+        module_ref, _, name = ref.rpartition(".")
+        module = self.resolve(node_id, module_ref) if module_ref and not module_ref.endswith(":") else None
+        return (module.path, name) if module is not None and module.kind == "module" else None
 
     def _link_function(self, node: Node) -> None:
         function = node.function
@@ -836,6 +868,9 @@ class ProjectModel:
         return self.by_key.get((klass[0], MODULE_KEY))
 
     def _module_attribute(self, path: str, name: str, depth: int) -> Target | None:
+        registered = self.registered.get((path, name))
+        if registered:  # a registry its decorators fill: each element one of the classes registered
+            return Target("items", members=registered)
         module = self.modules.get(path)
         if module is None:  # a namespace folder: only submodules
             found = self.layout.module_file(path, [name])
