@@ -88,3 +88,29 @@ def test_a_container_literal_is_one_of_its_elements_and_a_loop_variable_an_eleme
     assert refs[16] == "A:{I:httpx.Client()|R1:providers.Github}[].get"
     assert refs[18] == "A:{R1:providers.Github()|R1:providers.Google()}[].run"
     assert refs[19] == "A:{I:httpx.Client()|R1:providers.Github}[0].get"
+
+
+def test_a_method_without_a_body_of_its_own_is_abstract():
+    source = textwrap.dedent('''
+        import abc
+
+        class Base:
+            @abc.abstractmethod
+            def decorated(self): return 1
+            def ellipsis(self): ...
+            def passes(self):
+                """Subclasses say."""
+                pass
+            def raises(self): raise NotImplementedError("subclass")
+            def docstring_only(self):
+                """Subclasses say."""
+            def concrete(self): return 1
+            def raises_other(self): raise ValueError()
+
+        def module_function(): ...
+        ''')
+    index = index_module(source, ast.parse(source))
+    abstract = {f.key: f.abstract for f in index.functions}
+    assert abstract == {"Base.decorated": True, "Base.ellipsis": True, "Base.passes": True, "Base.raises": True,
+                        "Base.docstring_only": True, "Base.concrete": False, "Base.raises_other": False,
+                        "module_function": False}

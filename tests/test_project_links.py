@@ -1174,3 +1174,63 @@ def test_a_registry_filled_by_a_class_decorator_holds_the_classes_it_registers(t
         ("app/main.py", 15, "LLM004", "serving"), ("app/stages.py", 9, "LLM004", "run-once"),
         ("app/stages.py", 14, "LLM003", "serving")]
     assert [(f.path, f.line) for f in scan(root)] == [("app/main.py", 15), ("app/stages.py", 14)]
+
+
+def test_a_call_on_an_abstract_method_reaches_the_subclasses_definitions(tmp_path):
+    """letta's LLM clients: a handler holds an `LLMClientBase` (abstract `request_async`), and every provider
+    subclass defines its own, each building an SDK client per call; langbot's `ConfigManager.file:
+    ConfigFile` reaches the JSON and YAML files' `load`. `self.m()` inside the base class is the object's
+    own method, not every subclass's (the subclass the object is of is not known there)."""
+    root = write(tmp_path, {"app/clients.py": """
+        import abc
+        import time
+        import httpx
+
+        class LLMClientBase(abc.ABC):
+            @abc.abstractmethod
+            async def request_async(self, data):
+                ...
+
+            def count(self, data):
+                raise NotImplementedError
+
+            async def step(self, data):
+                self.count(data)
+                return await self.request_async(data)
+
+        class OpenAIClient(LLMClientBase):
+            async def request_async(self, data):
+                async with httpx.AsyncClient() as client:
+                    return await client.post("https://api.openai.com/v1/chat/completions", json=data)
+
+            def count(self, data):
+                time.sleep(1)
+
+        class GroqClient(LLMClientBase):
+            async def request_async(self, data):
+                async with httpx.AsyncClient() as client:
+                    return await client.post("https://api.groq.com/openai/v1/chat/completions", json=data)
+
+            def count(self, data):
+                return len(data)
+        """, "app/server.py": """
+        from fastapi import FastAPI
+        from app.clients import LLMClientBase
+
+        app = FastAPI()
+
+        class Agent:
+            def __init__(self, client: LLMClientBase):
+                self.client = client
+
+        agent = Agent(None)
+
+        @app.post("/chat")
+        async def chat(data: dict):
+            return await agent.client.request_async(data)
+
+        @app.post("/step")
+        async def step(data: dict):
+            return await agent.client.step(data)
+        """})
+    assert found(scan(root)) == [("app/clients.py", 20, "LLM003"), ("app/clients.py", 28, "LLM003")]

@@ -137,16 +137,18 @@ class Function:
     # the containers it stores its first parameter in (`registry[name] = cls`, `registry.append(cls)`): a
     # registering decorator; the classes it decorates are the container's elements
     registers: list[str] = field(default_factory=list)
+    abstract: bool = False  # a method with no body of its own (`...`, `pass`, `raise NotImplementedError`)
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
-                self.returns_items, self.generator, self.switches, self.switch_attributes, self.registers]
+                self.returns_items, self.generator, self.switches, self.switch_attributes, self.registers,
+                self.abstract]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
         (key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches,
-         switch_attributes, registers) = data
+         switch_attributes, registers, abstract) = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
@@ -156,12 +158,12 @@ class Function:
                 and type(switch_attributes) is dict
                 and (not switch_attributes or all(type(k) is str and type(v) is str
                                                   for k, v in switch_attributes.items()))
-                and type(registers) is list and set(map(type, registers)) <= _STR):
+                and type(registers) is list and set(map(type, registers)) <= _STR and type(abstract) is bool):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
                    [Call.from_json(c) for c in calls], returns, items, generator,
                    {k: list(v) for k, v in switches.items()},
-                   dict(switch_attributes), list(registers))
+                   dict(switch_attributes), list(registers), abstract)
 
 
 @dataclass(slots=True)
@@ -778,6 +780,7 @@ class _Reader:
         if outer.kind == "class":
             function.owner = outer.klass.key
             function.static = "staticmethod" in names
+            function.abstract = "abstractmethod" in names or _no_body(node.body)
             outer.klass.methods.setdefault(node.name, key)
         elif outer.kind == "function":
             function.parent = outer.function.key
@@ -1076,6 +1079,23 @@ def _chain(node: ast.expr) -> str:
             return ".".join(reversed(parts))
         else:
             return ""
+
+
+def _no_body(body: list) -> bool:
+    """`...`, `pass` or `raise NotImplementedError` (after a docstring): a method for subclasses to define."""
+    if body and type(body[0]) is ast.Expr and type(body[0].value) is ast.Constant and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if len(body) != 1:
+        return not body  # a docstring alone
+    statement = body[0]
+    if type(statement) is ast.Pass:
+        return True
+    if type(statement) is ast.Expr:
+        return type(statement.value) is ast.Constant and statement.value.value is Ellipsis
+    if type(statement) is ast.Raise and statement.exc is not None:
+        raised = statement.exc.func if type(statement.exc) is ast.Call else statement.exc
+        return type(raised) is ast.Name and raised.id == "NotImplementedError"
+    return False
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -52,6 +52,7 @@ E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF, E_HANDED, E_RUN = range(8)
 # framework): it runs when that library decides, so it does not inherit its caller's run-once context
 _EDGE_OF_CALL = {CALL: E_CALL, AWAIT: E_AWAIT, LAMBDA: E_LAMBDA}
 MAX_RESOLVE_DEPTH = 12
+MAX_SUBCLASSES = 64  # the subclasses of one class an abstract method's call may reach
 _TOKENS: dict[str, list[str]] = {}  # a reference's parts, parsed once per process
 LAMBDA_KEY = "<lambda>"
 _MISSING = object()
@@ -185,6 +186,7 @@ class ProjectModel:
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}
         self.registered = self._registries()
+        self.subclasses = self._subclass_map()
         self._link(console_scripts)
         self.once |= {node.id for node in self.nodes if node.cached}
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
@@ -457,6 +459,34 @@ class ProjectModel:
                     if where is not None:
                         found.setdefault(where, []).append(Target("class", klass=(path, key)))
         return {where: tuple(dict.fromkeys(classes)) for where, classes in found.items()}
+
+    def _subclass_map(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
+        """class -> the project classes deriving from it directly."""
+        found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for klass, info in self.classes.items():
+            module_node = self.by_key.get((klass[0], MODULE_KEY)) if info.bases else None
+            for ref, _ in info.bases if module_node is not None else ():
+                base = self.resolve(module_node, ref)
+                if base is not None and base.kind == "class":
+                    found.setdefault(base.klass, []).append(klass)
+        return found
+
+    def _overrides(self, klass: tuple[str, str], name: str) -> list[int]:
+        """The definitions of method `name` that the subclasses of `klass` (at any depth) have of their own."""
+        out: list[int] = []
+        seen = {klass}
+        queue = deque(self.subclasses.get(klass, ()))
+        while queue and len(seen) <= MAX_SUBCLASSES:
+            sub = queue.popleft()
+            if sub in seen:
+                continue
+            seen.add(sub)
+            key = self.classes[sub].methods.get(name)
+            found = self.by_key.get((sub[0], key)) if key is not None else None
+            if found is not None and not self.nodes[found].function.abstract:
+                out.append(found)
+            queue.extend(self.subclasses.get(sub, ()))
+        return out
 
     def _container(self, node_id: int, ref: str) -> tuple[str, str] | None:
         """The module-level name a reference denotes: (module path, name)."""
@@ -792,6 +822,10 @@ class ProjectModel:
                     return None
                 start = Target("instance", klass=base.klass) if base.kind == "class" else base
                 return self._walk(start, tokens, depth)
+            if tokens and tokens[0] != CALLED:  # `self.m()`: the object's own class decides, whatever subclass it is
+                method = self._method(klass, tokens[0])
+                if method is not None:
+                    return self._walk(Target("function", node=method), tokens[1:], depth)
             return self._walk(Target("instance" if root == "S" else "class", klass=klass), tokens, depth)
         if root == "B":
             return self._library(["builtins", *_leading_names(tokens)], tokens[len(_leading_names(tokens)):])
@@ -847,6 +881,10 @@ class ProjectModel:
         if kind in ("class", "instance"):
             method = self._method(current.klass, token)
             if method is not None:
+                if self.nodes[method].function.abstract:  # the subclasses' own definitions run instead
+                    overrides = self._overrides(current.klass, token)
+                    if overrides:
+                        return _one_of([Target("function", node=n) for n in overrides])
                 return Target("function", node=method)
             found = self._attribute(current.klass, token)
             if found is None:
