@@ -1234,3 +1234,22 @@ def test_a_call_on_an_abstract_method_reaches_the_subclasses_definitions(tmp_pat
             return await agent.client.step(data)
         """})
     assert found(scan(root)) == [("app/clients.py", 20, "LLM003"), ("app/clients.py", 28, "LLM003")]
+
+
+def test_a_malformed_container_reference_resolves_to_nothing(tmp_path, monkeypatch):
+    """A reference read back from a cache file is only shape-checked: `A:` without its braces is unknown."""
+    import llmdoctor.scan.project.link as link
+
+    models = []
+    original = link.ProjectModel
+
+    def keep(*args, **kwargs):
+        models.append(original(*args, **kwargs))
+        return models[-1]
+
+    monkeypatch.setattr(link, "ProjectModel", keep)
+    root = write(tmp_path, {"app.py": "providers = [dict(), list()]\n\ndef pick():\n    return providers\n"})
+    scan(root)
+    (model,) = models
+    node = model.node(str(root / "app.py"), "pick").id
+    assert [model.resolve(node, ref) for ref in ("A:", "A:{", "A:}x", "A:M:x|", "A:{}[]")] == [None] * 5

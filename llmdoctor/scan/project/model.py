@@ -184,7 +184,7 @@ class ProjectModel:
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
-        self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}
+        self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}  # (empty while it is worked out)
         self.registered = self._registries()
         self.subclasses = self._subclass_map()
         self._link(console_scripts)
@@ -775,7 +775,9 @@ class ProjectModel:
             return None
         root, _, rest = ref.partition(":")
         if root + ":" == CONTAINER:
-            close = rest.index("}")
+            close = rest.find("}")
+            if not rest.startswith("{") or close < 0:
+                return None
             members = [self._resolve(node, member, depth + 1) for member in rest[1:close].split("|")]
             found = _one_of(members)
             container = Target("items", members=found.members if found.kind == "any" else (found,)) if found else None
