@@ -590,15 +590,14 @@ class _Reader:
         if scope.kind != "function" or scope.first is None or stored.id != scope.first:
             return
         if type(container) is ast.Name:
-            if any(container.id in outer.bindings for outer in self.scopes[1:]):
-                return  # a local container: gone with the call
-            value = self.module_bindings.get(container.id)
-            if container.id not in self.module_bindings:
-                return
-            ref = value if value is not None and value[:2] == "I:" or (value or "")[:1] == "R" else "M:" + container.id
-        elif type(container) is ast.Attribute:
+            name = container.id
+            if name not in self.module_bindings or any(name in outer.bindings for outer in self.scopes[1:]):
+                return  # not a module-level name, or a local container gone with the call
+            value = self.module_bindings[name]
+            ref = value if _imported(value) else "M:" + name  # `from .stage import registry`, or defined here
+        elif type(container) is ast.Attribute:  # `stage.registry` of an imported module
             ref = self.ref(container)
-            if ref is None or not (ref[:2] == "I:" or ref[:1] == "R"):
+            if not _imported(ref):
                 return
         else:
             return
@@ -1079,6 +1078,11 @@ def _chain(node: ast.expr) -> str:
             return ".".join(reversed(parts))
         else:
             return ""
+
+
+def _imported(ref: str | None) -> bool:
+    """An absolute (`I:`) or relative (`R<n>:`) import's reference."""
+    return ref is not None and (ref.startswith("I:") or (ref[:1] == "R" and ref[1:2].isdigit()))
 
 
 def _no_body(body: list) -> bool:
