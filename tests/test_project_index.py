@@ -84,7 +84,7 @@ def test_a_container_literal_is_one_of_its_elements_and_a_loop_variable_an_eleme
     assert index.bindings["many"] is None  # more than MAX_MEMBERS elements: data, not a table of implementations
     (pick,) = [f for f in index.functions if f.key == "pick"]
     assert pick.returns == "A:{R1:providers.Github()|R1:providers.Google()}[]"
-    refs = {call.line: call.ref for call in [f for f in index.functions if f.key == "each"][0].calls}
+    refs = {call.line: call.ref for call in next(f for f in index.functions if f.key == "each").calls}
     assert refs[16] == "A:{I:httpx.Client()|R1:providers.Github}[].get"
     assert refs[18] == "A:{R1:providers.Github()|R1:providers.Google()}[].run"
     assert refs[19] == "A:{I:httpx.Client()|R1:providers.Github}[0].get"

@@ -1238,7 +1238,7 @@ def test_a_call_on_an_abstract_method_reaches_the_subclasses_definitions(tmp_pat
 
 def test_a_malformed_container_reference_resolves_to_nothing(tmp_path, monkeypatch):
     """A reference read back from a cache file is only shape-checked: `A:` without its braces is unknown."""
-    import llmdoctor.scan.project.link as link
+    from llmdoctor.scan.project import link
 
     models = []
     original = link.ProjectModel
@@ -1253,3 +1253,44 @@ def test_a_malformed_container_reference_resolves_to_nothing(tmp_path, monkeypat
     (model,) = models
     node = model.node(str(root / "app.py"), "pick").id
     assert [model.resolve(node, ref) for ref in ("A:", "A:{", "A:}x", "A:M:x|", "A:{}[]")] == [None] * 5
+
+
+def test_an_abstract_call_reaches_at_most_max_subclasses_definitions(tmp_path, monkeypatch):
+    """docs/scan.md: "up to 64 subclasses" (model.MAX_SUBCLASSES): a call on an abstract method of a wider
+    hierarchy reaches the first 64 subclasses' definitions, not all of them."""
+    from llmdoctor.scan.project import link
+    from llmdoctor.scan.project.model import MAX_SUBCLASSES
+
+    models = []
+    original = link.ProjectModel
+    monkeypatch.setattr(link, "ProjectModel", lambda *a, **k: models.append(original(*a, **k)) or models[-1])
+    subclasses = "".join(f"""
+        class Impl{n}(Base):
+            def run(self):
+                time.sleep({n})
+        """ for n in range(MAX_SUBCLASSES + 6))
+    root = write(tmp_path, {"app.py": """
+        import time
+        from fastapi import FastAPI
+
+        class Base:
+            def run(self):
+                raise NotImplementedError
+        """ + subclasses + """
+        class Holder:
+            def __init__(self, impl: Base):
+                self.impl = impl
+
+        holder = Holder(None)
+        app = FastAPI()
+
+        @app.get("/run")
+        async def run():
+            holder.impl.run()
+        """})
+    assert [f.rule for f in scan(root)] == ["LLM004"]
+    (model,) = models
+    route = model.node(str(root / "app.py"), "run")
+    (call,) = [c for c in route.function.calls if c.text == "holder.impl.run"]
+    reached = [model.nodes[n].function.key for n in model.callee_nodes(route.id, call)]
+    assert reached == [f"Impl{n}.run" for n in range(MAX_SUBCLASSES)]
