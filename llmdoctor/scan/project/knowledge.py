@@ -19,6 +19,7 @@ FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "cla
 RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "spawn", "bases",
                  "calls_now"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
+LIBRARY_API_KEYS = {"name_globs"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
                            "options"})
@@ -103,6 +104,7 @@ class EntryKnowledge:
     test_functions: tuple[str, ...] = ()
     test_classes: tuple[str, ...] = ()
     example_paths: tuple[str, ...] = ()  # examples, benchmarks: offline unless an entry point reaches them
+    api_name_globs: Patterns = field(default_factory=Patterns)  # a model API operation (`chat_completion`)
 
     def request_decorator(self, qualified: str | None) -> tuple[str, str] | None:
         """(framework, kind) when a decorator with this qualified callee makes a request entry point."""
@@ -170,7 +172,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     for stem, doc in docs:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
-        _keys(data, {"request", "run_once", "offline"}, where + "'")
+        _keys(data, {"request", "run_once", "offline", "library_api"}, where + "'")
         for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
             _family(knowledge, family, f"{where}.request[{index}]")
         once = data.get("run_once") or {}
@@ -203,6 +205,10 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         example_paths.extend(_strings(offline.get("example_paths"), f"{where}.offline.example_paths'"))
         test_functions.extend(_strings(offline.get("functions"), f"{where}.offline.functions'"))
         test_classes.extend(_strings(offline.get("classes"), f"{where}.offline.classes'"))
+        api = data.get("library_api") or {}
+        _keys(api, LIBRARY_API_KEYS, where + ".library_api'")
+        for glob in _strings(api.get("name_globs"), f"{where}.library_api.name_globs'"):
+            knowledge.api_name_globs.add(glob)
     knowledge.once_names = frozenset(once_names)
     knowledge.calls_now = frozenset(calls_now)
     knowledge.test_imports = frozenset(test_imports)

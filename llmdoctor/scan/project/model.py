@@ -106,6 +106,7 @@ class Context:
     entry: Entry | None = None
     chain: tuple[tuple[int, Call | None], ...] = ()  # (node, call site leading on), from the entry on
     concurrent: bool = False  # run-once code on an event loop that runs other tasks too
+    api: bool = False  # unknown code reached from a method named like a model API operation (`chat_completion`)
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,7 @@ class ProjectModel:
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
+        self._api, self._api_parent = self._library_api()
         self._private_loop: set[int] | None = None  # code that runs only on an event loop of its own
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
         self._callers: dict[int, list[tuple[int, Call | None]]] | None = None  # callee -> (edge kind, call site)
@@ -234,7 +236,11 @@ class ProjectModel:
         if node_id in self._once:
             return Context(RUN_ONCE, None, tuple(self._chain(node_id, self._once_parent)),
                            concurrent=node_id in self._concurrent)
-        return Context(OFFLINE if self._is_example(node.path) else UNKNOWN)
+        if self._is_example(node.path):
+            return Context(OFFLINE)
+        if node_id in self._api:
+            return Context(UNKNOWN, None, tuple(self._chain(node_id, self._api_parent)), api=True)
+        return Context(UNKNOWN)
 
     def on_private_loop(self, node_id: int) -> bool:
         """Code that runs only on an event loop of its own (a sync handler's or a worker thread's
@@ -1058,6 +1064,20 @@ class ProjectModel:
         """Nodes that run beside other work on their event loop: every coroutine spawned as a task, gathered
         or handed to a server (entrypoints.yaml `spawn`), with what it calls."""
         return self._reach(sorted(self.spawned))[0]
+
+    def _library_api(self) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
+        """Library code nobody in the project calls whose name says it is a model API operation
+        (entrypoints.yaml `library_api`: `chat_completion`, `embed`, `invoke_tool`; a function or a method, not
+        a nested def), with what it calls: its callers (a server's routing table to a configured provider, the
+        library's users) call it once per request."""
+        globs = self.knowledge.api_name_globs
+        if not globs:
+            return set(), {}
+        seeds = [node.id for node in self.nodes if node.function.key and node.function.parent is None
+                 and node.id not in self._serving
+                 and node.id not in self._once and globs.match(node.function.name)]
+        reached, parent = self._reach(seeds, skip=E_HANDED, through_cached=False)
+        return reached - self._serving - self._once, parent
 
     def _is_setup(self, node_id: int) -> bool:
         return self.setup_functions.match(self.nodes[node_id].function.name) is not None
