@@ -822,6 +822,8 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
      "key 'entrypoints.run_once.registrations[0]': 'in_caller' must be true or false"),
     ("entrypoints:\n  offline:\n    example_paths: [3]\n", "key 'entrypoints.offline.example_paths': must be a list"),
     ("entrypoints:\n  run_once:\n    concurrency: [mylib.serve]\n", "unknown key 'concurrency'"),
+    ("entrypoints:\n  library_api:\n    names: [chat]\n", "unknown key 'names'"),
+    ("entrypoints:\n  library_api:\n    name_globs: chat\n", "key 'entrypoints.library_api.name_globs': must be a list"),
     ("tables:\n  setup_functions: [1]\n", "key 'tables.setup_functions[0]'"),
     ("entrypoints:\n  request:\n    - framework: mine\n      registrations:\n"
      "        - {calls: [mylib.add], argument: 1, unresolved_methods: ['add route']}\n",
@@ -1294,3 +1296,46 @@ def test_an_abstract_call_reaches_at_most_max_subclasses_definitions(tmp_path, m
     (call,) = [c for c in route.function.calls if c.text == "holder.impl.run"]
     reached = [model.nodes[n].function.key for n in model.callee_nodes(route.id, call)]
     assert reached == [f"Impl{n}.run" for n in range(MAX_SUBCLASSES)]
+
+
+ADAPTER = """
+    from openai import AsyncOpenAI
+
+    class FireworksAdapter:
+        def _get_client(self):
+            return AsyncOpenAI(base_url="https://api.fireworks.ai/inference/v1")
+
+        async def chat_completion(self, messages):
+            return await self._get_client().chat.completions.create(model="m", messages=messages, stream=True)
+
+        async def list_models(self):
+            return await AsyncOpenAI().models.list()
+
+        async def batch(self, prompts):
+            async def completion(prompt):  # a nested helper, not the library's API
+                return await AsyncOpenAI().completions.create(model="m", prompt=prompt)
+            return [await completion(p) for p in prompts]
+    """
+
+
+def test_a_library_api_operation_nobody_calls_is_per_request(tmp_path):
+    """entrypoints.yaml `library_api`: a method named like a model API call (`chat_completion`) is what a
+    server's routing table or the library's users call per request: its per-call client is reported, with
+    the chain from the operation; other unknown code, and nested defs named alike, are not."""
+    root = write(tmp_path, {"adapters/__init__.py": "", "adapters/fireworks.py": ADAPTER})
+    findings = scan(root)
+    assert found(findings, "LLM003") == [("adapters/fireworks.py", 6, "LLM003")]
+    finding = next(f for f in findings if f.rule == "LLM003")
+    assert finding.extra["context"] == "unknown"
+    assert [step["function"] for step in finding.extra["via"]] == ["FireworksAdapter.chat_completion",
+                                                                   "FireworksAdapter._get_client"]
+
+
+def test_a_library_api_operation_a_script_runs_is_run_once(tmp_path):
+    script = ADAPTER + """
+    if __name__ == "__main__":
+        import asyncio
+        asyncio.run(FireworksAdapter().chat_completion([]))
+    """
+    root = write(tmp_path, {"adapters/__init__.py": "", "adapters/fireworks.py": script})
+    assert found(scan(root), "LLM003") == []
