@@ -734,9 +734,9 @@ def test_a_context_verdict_may_name_several_flags_and_a_bad_one_names_the_file(t
     shutil.copytree(shipped_rules_dir(), rules)
     spec = rules / "llm003.yaml"
     text = spec.read_text()
-    spec.write_text(text.replace('unknown: "if repeats"', 'unknown: "if repeats or dropped"'))
+    spec.write_text(text.replace('unknown: "if repeats or api"', 'unknown: "if repeats or dropped"'))
     assert load_catalog(shipped_dir=rules).rules["LLM003"].contexts["unknown"] == "if repeats or dropped"
-    spec.write_text(text.replace('unknown: "if repeats"', 'unknown: "if repeats or"'))
+    spec.write_text(text.replace('unknown: "if repeats or api"', 'unknown: "if repeats or"'))
     with pytest.raises(UserError, match=r"llm003\.yaml.*contexts\.unknown"):
         load_catalog(shipped_dir=rules)
 
