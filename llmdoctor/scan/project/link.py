@@ -157,8 +157,7 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     if verdict == "off":
         return None
     if verdict.startswith("if "):  # "if repeats or coroutine": one of the candidate's (or context's) flags
-        if not any(extra.get(flag) or (flag == "concurrent" and context.concurrent) or (flag == "api" and context.api)
-                   for flag in _verdict_flags(verdict)):
+        if not any(extra.get(flag) or context.has(flag) for flag in _verdict_flags(verdict)):
             return None
     elif verdict in ("error", "warning", "info"):
         severity = verdict

@@ -108,6 +108,10 @@ class Context:
     concurrent: bool = False  # run-once code on an event loop that runs other tasks too
     api: bool = False  # unknown code reached from a method named like a model API operation (`chat_completion`)
 
+    def has(self, flag: str) -> bool:
+        """A flag a rule's `contexts:` verdict may name (`"if repeats or api"`) that the context decides."""
+        return (flag == "concurrent" and self.concurrent) or (flag == "api" and self.api)
+
 
 @dataclass(frozen=True)
 class Target:
@@ -193,7 +197,7 @@ class ProjectModel:
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
-        self._api, self._api_parent = self._library_api()
+        self._api: tuple[set[int], dict[int, tuple[int, Call | None]]] | None = None  # (_library_api)
         self._private_loop: set[int] | None = None  # code that runs only on an event loop of its own
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
         self._callers: dict[int, list[tuple[int, Call | None]]] | None = None  # callee -> (edge kind, call site)
@@ -238,8 +242,11 @@ class ProjectModel:
                            concurrent=node_id in self._concurrent)
         if self._is_example(node.path):
             return Context(OFFLINE)
-        if node_id in self._api:
-            return Context(UNKNOWN, None, tuple(self._chain(node_id, self._api_parent)), api=True)
+        if self._api is None:
+            self._api = self._library_api()
+        api, parent = self._api
+        if node_id in api:
+            return Context(UNKNOWN, None, tuple(self._chain(node_id, parent)), api=True)
         return Context(UNKNOWN)
 
     def on_private_loop(self, node_id: int) -> bool:
