@@ -194,3 +194,29 @@ def test_a_resolution_cycle_is_never_replayed(project: Path) -> None:
     assert json.loads(stored.read_text())["modules"] is None
     write(project, {"app/helpers.py": QUIET})
     assert same_as_cold(project) == ([], 0)
+
+
+def test_a_start_up_hook_replayed_still_starts_its_task_beside_the_requests(project: Path) -> None:
+    write(project, {"app/main.py": """
+        import asyncio
+        from fastapi import FastAPI
+        from app.monitor import poll
+        app = FastAPI()
+
+        @app.on_event("startup")
+        async def start():
+            asyncio.create_task(poll())
+        """, "app/monitor.py": """
+        import asyncio
+
+        async def poll():
+            while True:
+                with open("calls.log") as log:
+                    log.read()
+                await asyncio.sleep(60)
+        """})
+    first, _ = same_as_cold(project)
+    assert ("app/monitor.py", 6, "LLM004") in lines(first)
+    write(project, {"app/monitor.py": (project / "app/monitor.py").read_text().replace("60", "30")})
+    again, replayed = same_as_cold(project)  # main.py's hook and task come from the replay
+    assert again == first and replayed == 5

@@ -3,7 +3,7 @@
 What linking produces for one module (`ProjectModel._link`, one module at a time) is its *link products*:
 for each of its functions the edges to what its calls reach (callee, kind, which call), whether it is cached,
 which blocking library call it makes itself; and, in order, its effects on the program (entry points,
-run-once functions, spawned coroutines). They depend on the module's own index and on what other modules
+run-once functions, start-up hooks, spawned coroutines). They depend on the module's own index and on what other modules
 *declare* - their interface: names bound at module level, the functions (key, owner, parent, what they
 return, switches, the containers a registering decorator fills...) and classes (bases, attributes, methods,
 decorators) - never on other modules' call lists, lines or function decorators. So when the changed modules' interfaces are unchanged (an edit inside function bodies, the
@@ -104,7 +104,7 @@ def _node_id(model: ProjectModel, path: str, position: int) -> int:
 
 def _apply(model: ProjectModel, effects: list, path: str) -> None:
     for effect in effects:
-        if not (type(effect) is list and effect and effect[0] in ("a", "d", "o", "s")
+        if not (type(effect) is list and effect and effect[0] in ("a", "d", "o", "s", "h")
                 and len(effect) == (6 if effect[0] in ("a", "d") else 3)):
             raise ReplayError(f"{path}: an effect of the wrong shape")
         op = effect[0]
@@ -121,6 +121,8 @@ def _apply(model: ProjectModel, effects: list, path: str) -> None:
             model._add_once(_node_id(model, effect[1], effect[2]))
         elif op == "s":
             model._add_spawned(_node_id(model, effect[1], effect[2]))
+        elif op == "h":
+            model._add_hook(_node_id(model, effect[1], effect[2]))
         else:
             raise ReplayError(f"{path}: an effect of the wrong kind")
 

@@ -70,9 +70,13 @@ class Registration:
     framework: str = ""
     kind: str = INTERACTIVE
     in_caller: bool = False  # runs the target there and then (`asyncio.run`): it runs where its caller runs
+    serving_loop: bool = False  # a server's start-up hook: it runs on the loop that then serves requests
     # method names only this framework uses: `router.add_api_route("/x", handler)` on a receiver of unknown type
     # (a router taken from a parameter) registers too, when its first argument is a literal route
     unresolved_methods: frozenset[str] = frozenset()
+    # runs the target only when the event loop it is handed was made by one of these (`new_event_loop()`, a
+    # loop some thread runs for itself): (argument position, keyword, loop constructors)
+    loop: tuple[int, str, Patterns] | None = None
 
 
 @dataclass
@@ -93,6 +97,7 @@ class EntryKnowledge:
     class_decorators: list[ClassEntry] = field(default_factory=list)
     module_code: list[tuple[str, str, str]] = field(default_factory=list)  # (import prefix, framework, kind)
     once_decorators: Patterns = field(default_factory=Patterns)
+    hook_decorators: Patterns = field(default_factory=Patterns)  # ... of them, a server's start-up hooks
     once_registrations: list[Registration] = field(default_factory=list)
     once_names: frozenset[str] = frozenset()
     once_name_globs: Patterns = field(default_factory=Patterns)
@@ -178,8 +183,13 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         once = data.get("run_once") or {}
         _keys(once, RUN_ONCE_KEYS, where + ".run_once'")
         for entry in _list(once.get("decorators"), f"{where}.run_once.decorators'"):
+            hook = isinstance(entry, dict) and entry.get("serving_loop", False)
+            if not isinstance(hook, bool):
+                raise UserError(f"{where}.run_once.decorators': 'serving_loop' must be true or false")
             for name in _decorator_names(entry, f"{where}.run_once.decorators'"):
                 knowledge.once_decorators.add(name)
+                if hook:
+                    knowledge.hook_decorators.add(name)
         for i, entry in enumerate(_list(once.get("registrations"), f"{where}.run_once.registrations'")):
             knowledge.once_registrations.append(_registration(entry, f"{where}.run_once.registrations[{i}]'",
                                                               "run-once", INTERACTIVE))
@@ -254,7 +264,7 @@ def _family(knowledge: EntryKnowledge, family, where: str) -> None:
 
 def _decorator_names(entry, where: str) -> list[str]:
     if isinstance(entry, dict):
-        _keys(entry, {"types", "methods", "names"}, where)
+        _keys(entry, {"types", "methods", "names", "serving_loop"}, where)
         names = _strings(entry.get("names"), where)
         types = _strings(entry.get("types"), where)
         methods = _strings(entry.get("methods"), where)
@@ -269,7 +279,8 @@ def _decorator_names(entry, where: str) -> list[str]:
 def _registration(entry, where: str, framework: str, kind: str) -> Registration:
     if not isinstance(entry, dict):
         raise UserError(f"{where}: must be a mapping with calls, argument and/or keyword")
-    _keys(entry, {"calls", "argument", "keyword", "methods", "in_caller", "unresolved_methods"}, where)
+    _keys(entry, {"calls", "argument", "keyword", "methods", "in_caller", "unresolved_methods", "loop",
+                  "serving_loop"}, where)
     calls = Patterns(_strings(entry.get("calls"), where))
     argument = entry.get("argument")
     keyword = entry.get("keyword")
@@ -281,14 +292,31 @@ def _registration(entry, where: str, framework: str, kind: str) -> Registration:
         raise UserError(f"{where}: 'keyword' must be a keyword argument name (or a list of them)")
     if not calls or (argument is None and not keywords):
         raise UserError(f"{where}: needs calls and an argument position or keyword")
-    in_caller = entry.get("in_caller", False)
-    if not isinstance(in_caller, bool):
-        raise UserError(f"{where}: 'in_caller' must be true or false")
+    in_caller, serving_loop = entry.get("in_caller", False), entry.get("serving_loop", False)
+    for key, value in (("in_caller", in_caller), ("serving_loop", serving_loop)):
+        if not isinstance(value, bool):
+            raise UserError(f"{where}: '{key}' must be true or false")
     unresolved = frozenset(_strings(entry.get("unresolved_methods"), where))
     if not all(name.isidentifier() for name in unresolved):
         raise UserError(f"{where}: 'unresolved_methods' must be method names")
     return Registration(calls, argument, tuple(keywords or ()), frozenset(_strings(entry.get("methods"), where)),
-                        framework, kind, in_caller, unresolved)
+                        framework, kind, in_caller, serving_loop, unresolved,
+                        _loop(entry.get("loop"), where.rstrip("'") + ".loop'"))
+
+
+def _loop(data, where: str) -> tuple[int, str, Patterns] | None:
+    if data is None:
+        return None
+    _keys(data, {"argument", "keyword", "private"}, where)
+    argument, keyword = data.get("argument"), data.get("keyword")
+    if not isinstance(argument, int) or isinstance(argument, bool) or not 0 <= argument < 64:
+        raise UserError(f"{where}: 'argument' must be a position from 0 to 63")
+    if not isinstance(keyword, str) or not keyword.isidentifier():
+        raise UserError(f"{where}: 'keyword' must be a keyword argument name")
+    private = Patterns(_strings(data.get("private"), where))
+    if not private:
+        raise UserError(f"{where}: needs 'private', the calls that make a loop of its own")
+    return argument, keyword, private
 
 
 def _keys(data, allowed: set[str], where: str) -> None:

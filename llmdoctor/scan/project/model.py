@@ -35,7 +35,14 @@ from llmdoctor.scan.project.index import (
     Function,
     ModuleIndex,
 )
-from llmdoctor.scan.project.knowledge import INTERACTIVE, ROUTE_METHODS, WORKER, EntryKnowledge, Registration
+from llmdoctor.scan.project.knowledge import (
+    INTERACTIVE,
+    ROUTE_METHODS,
+    WORKER,
+    EntryKnowledge,
+    Patterns,
+    Registration,
+)
 from llmdoctor.scan.project.layout import Layout, console_scripts
 
 SERVING = "serving"
@@ -189,6 +196,7 @@ class ProjectModel:
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
+        self.hooks: set[int] = set()  # a server's start-up hooks: run once, on the loop that serves requests
         self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}  # (empty while it is worked out)
         self.registered = self._registries()
         self.subclasses = self._subclass_map()
@@ -197,6 +205,7 @@ class ProjectModel:
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
+        self._beside_requests: set[int] | None = None  # (_running_beside_requests)
         self._api: tuple[set[int], dict[int, tuple[int, Call | None]]] | None = None  # (_library_api)
         self._private_loop: set[int] | None = None  # code that runs only on an event loop of its own
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
@@ -238,8 +247,10 @@ class ProjectModel:
         if self._is_test_function(node):
             return Context(OFFLINE)
         if node_id in self._once:
+            if self._beside_requests is None:
+                self._beside_requests = self._running_beside_requests()
             return Context(RUN_ONCE, None, tuple(self._chain(node_id, self._once_parent)),
-                           concurrent=node_id in self._concurrent)
+                           concurrent=node_id in self._beside_requests)
         if self._is_example(node.path):
             return Context(OFFLINE)
         if self._api is None:
@@ -523,8 +534,10 @@ class ProjectModel:
             self._call_edges(node, call)
         runs = [(callee, call) for callee, kind, call in node.edges if kind == E_RUN]
         if runs:  # `asyncio.run(main())` runs `main` on a loop of its own: not also a plain call of it
-            node.edges[:] = [edge for edge in node.edges if not (edge[1] == E_CALL and any(
-                edge[0] == callee and _inside(edge[2], call) for callee, call in runs))]
+            # (nor `coro = main()` before it: calling a coroutine function only makes the coroutine)
+            coroutines = {callee for callee, _ in runs if self.nodes[callee].function.is_async}
+            node.edges[:] = [edge for edge in node.edges if not (edge[1] == E_CALL and (edge[0] in coroutines or any(
+                edge[0] == callee and _inside(edge[2], call) for callee, call in runs)))]
 
     # the effects linking one module has on the program; each logged for the replay (`incremental.py`)
 
@@ -537,6 +550,11 @@ class ProjectModel:
         if self._log is not None:
             self._log.append(("s", node_id))
         self.spawned.add(node_id)
+
+    def _add_hook(self, node_id: int) -> None:
+        if self._log is not None:
+            self._log.append(("h", node_id))
+        self.hooks.add(node_id)
 
     def _default_entry(self, entry: Entry) -> None:
         """An entry point unless the function is one already."""
@@ -562,6 +580,8 @@ class ProjectModel:
             if self.knowledge.once_decorators.match(qualified) or (
                     self.knowledge.once_decorators.match(decorator.text) and self._receiver_known(node, decorator)):
                 self._add_once(node.id)
+                if self.knowledge.hook_decorators.match(qualified or decorator.text):
+                    self._add_hook(node.id)
                 continue
             if (qualified is None and decorator.called and decorator.literal is not None
                     and decorator.literal.startswith("/") and "." in decorator.text
@@ -648,12 +668,23 @@ class ProjectModel:
                     self._add_entry(Entry(target, registration.framework, registration.kind, route))
         for registration in self.knowledge.once_registrations:
             if registration.calls.match(qualified):
+                if registration.loop is not None and not self._private_loop_argument(node.id, call, registration.loop):
+                    continue  # run on a loop others share (the server's): as if called there
                 for target in self._registered(node.id, call, registration, registered):
                     if registration.in_caller:  # a sync wrapper's `asyncio.run(coro())`: as its caller
                         node.edges.append((target, E_RUN, call))
                     else:
                         self._add_once(target)
+                        if registration.serving_loop:
+                            self._add_hook(target)
         return registered
+
+    def _private_loop_argument(self, node_id: int, call: Call, loop: tuple[int, str, Patterns]) -> bool:
+        """`run_coroutine_threadsafe(coro, self.loop)` where `self.loop = asyncio.new_event_loop()`: a loop of its
+        own, which some thread runs (a session's, a worker's)."""
+        position, keyword, private = loop
+        ref = next((ref for name, ref in call.args if name in (str(position), keyword)), None)
+        return private.match(self.qualified(node_id, ref)) if ref is not None else False
 
     def _registered(self, node_id: int, call: Call, registration: Registration, seen: set[str]) -> list[int]:
         refs = [ref for position, ref in call.args
@@ -1068,9 +1099,16 @@ class ProjectModel:
         return node_id in memo
 
     def _running_beside_other_work(self) -> set[int]:
-        """Nodes that run beside other work on their event loop: every coroutine spawned as a task, gathered
-        or handed to a server (entrypoints.yaml `spawn`), with what it calls."""
+        """Nodes that run beside other work on their event loop: every coroutine spawned as a task or
+        gathered (entrypoints.yaml `spawn`), with what it calls."""
         return self._reach(sorted(self.spawned))[0]
+
+    def _running_beside_requests(self) -> set[int]:
+        """Run-once code that runs beside the requests of a server: the tasks its start-up hooks spawn (a
+        monitor polling every minute on the serving loop), with what they call. A script's or a CLI's own
+        tasks and gathers make that program slower, but no request waits on them."""
+        started = self._reach(sorted(self.hooks), through_cached=False)[0]
+        return self._reach(sorted(self.spawned & started))[0]
 
     def _library_api(self) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
         """Library code nobody in the project calls whose name says it is a model API operation
