@@ -830,11 +830,11 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
      "key 'entrypoints.run_once.registrations[0]': 'serving_loop' must be true or false"),
     ("entrypoints:\n  run_once:\n    decorators:\n      - {names: [mylib.start], serving_loop: 'no'}\n",
      "key 'entrypoints.run_once.decorators': 'serving_loop' must be true or false"),
-    ("entrypoints:\n  run_once:\n    registrations:\n      - {calls: [mylib.submit], argument: 0, in_caller: true,"
-     " loop: {argument: 1, keyword: loop}}\n",
+    (("entrypoints:\n  run_once:\n    registrations:\n      - {calls: [mylib.submit], argument: 0, in_caller: true,"
+     " loop: {argument: 1, keyword: loop}}\n"),
      "key 'entrypoints.run_once.registrations[0].loop': needs 'private'"),
-    ("entrypoints:\n  run_once:\n    registrations:\n      - {calls: [mylib.submit], argument: 0, in_caller: true,"
-     " loop: {argument: one, keyword: loop, private: [mylib.new_loop]}}\n",
+    (("entrypoints:\n  run_once:\n    registrations:\n      - {calls: [mylib.submit], argument: 0, in_caller: true,"
+     " loop: {argument: one, keyword: loop, private: [mylib.new_loop]}}\n"),
      "key 'entrypoints.run_once.registrations[0].loop': 'argument' must be a position"),
     ("entrypoints:\n  offline:\n    example_paths: [3]\n", "key 'entrypoints.offline.example_paths': must be a list"),
     ("entrypoints:\n  run_once:\n    concurrency: [mylib.serve]\n", "unknown key 'concurrency'"),
@@ -1433,15 +1433,15 @@ async def poll():
 @pytest.mark.parametrize(("imports", "starter", "reported"), [
     # a lifespan's task runs beside every request on the serving loop
     ("from contextlib import asynccontextmanager\nfrom fastapi import FastAPI",
-     "@asynccontextmanager\nasync def lifespan(app):\n    task = asyncio.create_task(poll())\n    yield\n\n"
-     "app = FastAPI(lifespan=lifespan)", True),
+     ("@asynccontextmanager\nasync def lifespan(app):\n    task = asyncio.create_task(poll())\n    yield\n\n"
+      "app = FastAPI(lifespan=lifespan)"), True),
     ("from aiohttp import web",
-     "async def start_background(app):\n    app['poller'] = asyncio.create_task(poll())\n\n"
-     "app = web.Application()\napp.on_startup.append(start_background)", True),
+     ("async def start_background(app):\n    app['poller'] = asyncio.create_task(poll())\n\n"
+      "app = web.Application()\napp.on_startup.append(start_background)"), True),
     # a CLI's own task: the command is slower, no request waits on it
     ("import click",
-     "@click.command()\ndef watch():\n    asyncio.run(main())\n\n"
-     "async def main():\n    await asyncio.gather(poll(), asyncio.sleep(1))", False),
+     ("@click.command()\ndef watch():\n    asyncio.run(main())\n\n"
+      "async def main():\n    await asyncio.gather(poll(), asyncio.sleep(1))"), False),
 ])
 def test_a_task_started_beside_requests_is_reported_and_a_cli_s_own_task_is_not(tmp_path, imports, starter,
                                                                                  reported):
