@@ -501,6 +501,77 @@ def test_a_nested_project_is_its_own_and_its_findings_are_reported_once(tmp_path
                                        ("examples/demo.py", 8, "LLM004")]
 
 
+MEDIA = """
+    import asyncio
+    import threading
+
+
+    class MediaMessage:
+        def __init__(self, data=None, media_id=None):
+            self.data = data
+            if media_id:
+                self.media_id = media_id
+                return
+            thread = threading.Thread(target=self._register)
+            thread.start()
+            thread.join()
+
+        def _register(self):
+            asyncio.run(self._register_media())
+
+        async def _register_media(self):
+            await asyncio.sleep(0)
+
+
+    class ImageMessage(MediaMessage):
+        pass
+    """
+
+
+def test_a_plugin_with_a_setup_py_inside_the_package_is_part_of_the_project(tmp_path):
+    """kirara's IM adapters: `kirara_ai/plugins/telegram/` holds a `setup.py` (a plugin manifest) and imports
+    `kirara_ai.im.message`; inside a package of the project around it, a marker starts no project of its own,
+    and the adapter's constructor call is followed into the message's thread join (and a module named
+    `setup.py`, `app/cli/setup.py`, is a module)."""
+    root = write(tmp_path, {"bot/__init__.py": "", "bot/im/__init__.py": "", "bot/im/message.py": MEDIA,
+                            "bot/cli/__init__.py": "", "bot/cli/setup.py": "def run():\n    pass\n",
+                            "bot/plugins/telegram/__init__.py": "",
+                            "bot/plugins/telegram/setup.py": "from setuptools import setup\nsetup(name='tg')\n",
+                            "bot/plugins/telegram/adapter.py": """
+        from bot.im.message import ImageMessage
+
+        async def convert_to_message(data: bytes):
+            return ImageMessage(data=data)
+
+        async def from_store(media_id: str):
+            return ImageMessage(media_id=media_id)  # the constructor returns before its thread
+
+        async def from_nothing():
+            return ImageMessage(media_id=None)
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.path, f.line) for f in findings] == [("bot/plugins/telegram/adapter.py", 5),
+                                                    ("bot/plugins/telegram/adapter.py", 11)]
+    assert findings[0].extra["via"][-1] == {"path": "bot/im/message.py", "line": 14,
+                                            "function": "MediaMessage.__init__"}
+    assert "`threading.Thread.join()`" in findings[0].message
+
+
+def test_a_project_root_inside_a_package_belongs_to_the_project_around_it(tmp_path):
+    from llmdoctor.scan.project.layout import project_root
+
+    root = write(tmp_path, {"app/__init__.py": "", "app/plugins/tg/__init__.py": "", "app/plugins/tg/setup.py": "",
+                            "app/vendored/lib/pyproject.toml": "", "app/vendored/lib/x.py": "",
+                            "tools/pyproject.toml": "", "tools/x.py": "", "tools/pkg/__init__.py": "",
+                            "tools/pkg/sub/setup.py": ""})
+    memo: dict = {}
+    for path, expected in [("app/plugins/tg/setup.py", root), ("app/vendored/lib/x.py", root),
+                           ("tools/x.py", root / "tools"), ("tools/pkg/sub/setup.py", root / "tools"),
+                           ("app/__init__.py", root)]:
+        assert project_root(str(root / path), memo) == str(expected), path
+        assert project_root(str(root / path)) == str(expected), path  # the same without the memo
+
+
 def test_a_step_from_a_factory_into_its_closure_names_the_closure_s_line(tmp_path):
     root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": """
         import httpx

@@ -74,7 +74,9 @@ class Call:
     lazy: bool = False  # under a lazy-initialisation guard (`if self._x is None: self._x = ...`)
     memo: bool = False  # ... that keeps what it makes beyond the call (`self._x`, `cache[key]`): once per key
     shipped: bool = False  # its first argument or receiver is a path built from `__file__` (a file of the code)
-    guards: tuple[str, ...] = ()  # switches of the function (below) the call runs under (`if synthesize:`)
+    # switches of the function (below) the call runs under (`if synthesize:`; `!media_id` after `if media_id:
+    # return`, the switch off)
+    guards: tuple[str, ...] = ()
     falsy: tuple[str, ...] = ()  # arguments (position or keyword) given as a literal False / None / 0 / ""
     positional: int = 0  # how many positional arguments it passes (-1: `*args`, any number)
 
@@ -490,6 +492,7 @@ class _Reader:
 
     def block(self, body: list) -> None:
         memoised = 0
+        negated = 0
         for position, statement in enumerate(body):
             self.statement(statement)
             if type(statement) is ast.If and self.scope.kind == "function":
@@ -501,6 +504,13 @@ class _Reader:
                     memoised += 1
                     self.lazy_depth += 1
                     self.memo_depth += 1
+                # `if media_id: ...; return`: the rest of the block runs only with the switch off ("!media_id")
+                if not statement.orelse and type(statement.body[-1]) in (ast.Return, ast.Raise):
+                    switches = [name for name in self._switches_tested(statement.test) if "." not in name]
+                    self.guards.extend("!" + name for name in switches)
+                    negated += len(switches)
+        if negated:
+            del self.guards[len(self.guards) - negated:]
         self.lazy_depth -= memoised
         self.memo_depth -= memoised
 

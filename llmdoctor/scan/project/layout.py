@@ -13,26 +13,41 @@ _ENTRY_POINT = re.compile(r"""["']?[\w.-]+["']?\s*=\s*["']?([A-Za-z_][\w.]*)\s*:
 
 def project_root(path: str, memo: dict[str, str | None] | None = None) -> str | None:
     """The nearest folder at or above `path` holding pyproject.toml, setup.cfg, setup.py or .git; None when
-    there is none (the scanned files are then the whole program). `memo` remembers the answer per folder."""
+    there is none (the scanned files are then the whole program). A marker inside a package of the project
+    around it does not start a project of its own: a plugin's `setup.py` in `app/plugins/telegram/`, a module
+    named `setup.py` (`app/cli/setup.py`), vendored code with its own `pyproject.toml` under
+    `app/thirdparty/` are imported as parts of that package. `memo` remembers the answer per folder."""
     start = os.path.abspath(path)
     probe = start if os.path.isdir(start) else os.path.dirname(start)
     visited = []
     while True:
         if memo is not None and probe in memo:
-            found = memo[probe]
-            break
+            return _remember(memo, visited, memo[probe])
         visited.append(probe)
-        if any(os.path.exists(os.path.join(probe, marker)) for marker in ROOT_MARKERS):
-            found = probe
+        if _marked(probe):
             break
         parent = os.path.dirname(probe)
         if parent == probe:
-            found = None
-            break
+            return _remember(memo, visited, None)
         probe = parent
+    found = probe
+    above = os.path.dirname(probe)
+    while above != os.path.dirname(above) and not _marked(above):
+        if os.path.exists(os.path.join(above, "__init__.py")):  # inside a package: the project above owns it
+            found = project_root(above, memo) or probe
+            break
+        above = os.path.dirname(above)
+    return _remember(memo, visited, found)
+
+
+def _marked(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, marker)) for marker in ROOT_MARKERS)
+
+
+def _remember(memo: dict[str, str | None] | None, folders: list[str], root: str | None) -> str | None:
     if memo is not None:
-        memo.update(dict.fromkeys(visited, found))
-    return found
+        memo.update(dict.fromkeys(folders, root))
+    return root
 
 
 class Layout:

@@ -1208,14 +1208,24 @@ class ProjectModel:
 
     def switched_off(self, call: Call, callee: int, guards: tuple[str, ...]) -> bool:
         """Whether `call` turns one of the callee's `guards` off: it passes the switch a literal False / None /
-        0 / "", or leaves out a switch whose default is off (passing neither it, nor `*args`/`**kwargs`)."""
+        0 / "", or leaves out a switch whose default is off (passing neither it, nor `*args`/`**kwargs`). A
+        negated guard (`!media_id`: after `if media_id: return`) is off where the call names the switch with
+        a value of its own (`Message(media_id=key)`): the early return is taken."""
         switches = self.nodes[callee].function.switches
-        for name in guards:
+        for guard in guards:
+            negated = guard.startswith("!")
+            name = guard[1:] if negated else guard
             found = switches.get(name)
             if found is None:
                 continue
             position, default_on = found
-            if name in call.falsy or (position >= 0 and str(position) in call.falsy):
+            falsy = name in call.falsy or (position >= 0 and str(position) in call.falsy)
+            if negated:
+                named = name in call.keywords or (position >= 0 and 0 <= call.positional and call.positional > position)
+                if named and not falsy:
+                    return True
+                continue
+            if falsy:
                 return True
             passed = name in call.keywords or "**" in call.keywords or call.positional < 0 or \
                 (position >= 0 and call.positional > position)
