@@ -1521,3 +1521,45 @@ def test_a_task_started_beside_requests_is_reported_and_a_cli_s_own_task_is_not(
     root = write(tmp_path, {"service.py": text})
     findings = [f for f in scan(root) if f.rule == "LLM004"]
     assert [(f.line, f.extra["context"]) for f in findings] == ([(line, "run-once")] if reported else [])
+
+
+def test_a_local_annotation_is_the_declared_type_of_what_it_is_assigned(tmp_path):
+    """openhands' `runtime: Runtime = request.state.session.agent_session.runtime`: the value is a request's
+    state (unknown), the annotation says it is a `Runtime`, whose abstract `list_files` the sandbox runtime
+    implements with a sync `requests.Session`; `typing` forms (`Any`) say nothing and the value decides."""
+    root = write(tmp_path, {"app.py": """
+        import requests
+        from abc import ABC, abstractmethod
+        from typing import Any
+        from fastapi import FastAPI, Request
+
+        app = FastAPI()
+
+
+        class Runtime(ABC):
+            @abstractmethod
+            def list_files(self, path): ...
+
+
+        class SandboxRuntime(Runtime):
+            def __init__(self):
+                self.session = requests.Session()
+
+            def list_files(self, path):
+                return self.session.post("http://sandbox/list", json={"path": path}, timeout=10).json()
+
+
+        @app.get("/files")
+        async def list_files(request: Request, path: str):
+            runtime: Runtime = request.state.session.runtime
+            return runtime.list_files(path)
+
+
+        @app.get("/any")
+        async def list_any(path: str):
+            runtime: Any = SandboxRuntime()
+            return runtime.list_files(path)
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.line, f.extra["via"][-1]["function"]) for f in findings] == [(26, "SandboxRuntime.list_files"),
+                                                                          (32, "SandboxRuntime.list_files")]

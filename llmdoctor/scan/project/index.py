@@ -542,9 +542,11 @@ class _Reader:
                     (self.scope.shipped.add if shipped else self.scope.shipped.discard)(target.id)
         elif kind is ast.AnnAssign:
             self.expressions([node.value])
-            value = self.value_ref(node.value) if node.value is not None else None
-            if value is None:
-                value = self.annotation_ref(node.annotation)
+            # the declared type wins over the value (`runtime: Runtime = request.state.session.runtime`), as
+            # for a type checker; `typing` forms (`Any`, `Union`) say nothing of it
+            value = self.annotation_ref(node.annotation)
+            if value is None or value.startswith(_TYPING_REFS):
+                value = self.value_ref(node.value) if node.value is not None else None
             self.assign(node.target, value, annotated=True)
         elif kind is ast.AugAssign:
             self.expressions([node.value, node.target])
@@ -1031,6 +1033,9 @@ class _Reader:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+_TYPING_REFS = ("I:typing.", "I:typing_extensions.", "I:collections.abc.")
 
 
 def _marks(node: ast.expr, out: list[str]) -> None:
