@@ -1563,3 +1563,40 @@ def test_a_local_annotation_is_the_declared_type_of_what_it_is_assigned(tmp_path
     findings = [f for f in scan(root) if f.rule == "LLM004"]
     assert [(f.line, f.extra["via"][-1]["function"]) for f in findings] == [(26, "SandboxRuntime.list_files"),
                                                                           (32, "SandboxRuntime.list_files")]
+
+
+def test_iterating_a_sync_generator_in_async_def_runs_its_body_on_the_loop(tmp_path):
+    """openhands' websocket replays history with `for event in event_stream.get_events()`, each event a file
+    read: a `for` runs the generator's body there and then; a generator only returned runs nothing yet."""
+    root = write(tmp_path, {"app.py": """
+        import json
+        from fastapi import FastAPI, WebSocket
+
+        app = FastAPI()
+
+
+        class EventStream:
+            def get_events(self, start=0):
+                for i in range(start, 10):
+                    with open(f"events/{i}.json") as f:
+                        yield json.load(f)
+
+
+        STREAM = EventStream()
+
+
+        @app.websocket("/ws")
+        async def replay(websocket: WebSocket):
+            for event in STREAM.get_events():
+                await websocket.send_json(event)
+
+
+        @app.get("/events")
+        async def events():
+            return STREAM.get_events()  # handed on, not run here
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [f.line for f in findings] == [20]
+    assert findings[0].message.startswith("iterating `STREAM.get_events()` blocks the event loop inside `async def "
+                                          "replay`: the generator `EventStream.get_events` calls `open()`")
+    assert "await asyncio.to_thread(list, STREAM.get_events(...))" in findings[0].fix

@@ -79,11 +79,13 @@ class Call:
     guards: tuple[str, ...] = ()
     falsy: tuple[str, ...] = ()  # arguments (position or keyword) given as a literal False / None / 0 / ""
     positional: int = 0  # how many positional arguments it passes (-1: `*args`, any number)
+    iterated: bool = False  # a `for` iterates its result there and then (a generator's body runs here)
 
     def to_json(self) -> list:
         return [self.ref, self.kind, self.line, self.col, self.end_line, self.end_col, self.stmt_line, self.text,
                 list(self.keywords), list(self.marks), [list(a) for a in self.args], self.literal, self.mode,
-                self.lazy, list(self.guards), list(self.falsy), self.positional, self.memo, self.shipped]
+                self.lazy, list(self.guards), list(self.falsy), self.positional, self.memo, self.shipped,
+                self.iterated]
 
     @classmethod
     def from_json(cls, data: list) -> Call:
@@ -91,7 +93,7 @@ class Call:
         if type(data) is not list or tuple(map(type, data)) not in _CALL_SHAPES:
             raise ValueError("index: a call of the wrong shape")
         (ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy, guards,
-         falsy, positional, memo, shipped) = data
+         falsy, positional, memo, shipped, iterated) = data
         if not (kind in (CALL, AWAIT, LAMBDA) and 0 < min(line, col, end_line, end_col, stmt)
                 and max(line, col, end_line, end_col, stmt) < _MAX
                 and (not keywords or _only_strings(keywords)) and (not marks or _only_strings(marks))
@@ -101,7 +103,7 @@ class Call:
             raise ValueError("index: a call of the wrong shape")
         return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
                    tuple(map(tuple, args)) if args else (), literal, mode, lazy, memo, shipped, tuple(guards),
-                   tuple(falsy), positional)
+                   tuple(falsy), positional, iterated)
 
 
 @dataclass(slots=True)
@@ -236,7 +238,7 @@ class ModuleIndex:
 _MAX = 2**31
 # the types of a call's fields as `Call.to_json` writes them (`literal` and `mode` may be None)
 _CALL_SHAPES = frozenset(
-    (str, int, int, int, int, int, int, str, list, list, list, literal, mode, bool, list, list, int, bool, bool)
+    (str, int, int, int, int, int, int, str, list, list, list, literal, mode, bool, list, list, int, bool, bool, bool)
     for literal in (str, type(None)) for mode in (str, type(None)))
 _STR = frozenset({str})
 _OPTIONAL_STR = frozenset({str, type(None)})
@@ -312,6 +314,7 @@ class _Reader:
         self.lazy_depth = 0
         self.memo_depth = 0
         self.guards: list[str] = []  # the switches of the current function tested by the `if`s around
+        self.iterated: set[int] = set()  # the calls a `for` statement iterates (`id` of the ast.Call)
         self.statement_line = 1
         self.imported_names: set[str] = set()  # module-level names an import binds
         self._returns_seen: dict[str, int] = {}
@@ -562,6 +565,8 @@ class _Reader:
                     self.assign(item.optional_vars, self.value_ref(item.context_expr))
             self.block(node.body)
         elif kind is ast.For or kind is ast.AsyncFor:
+            if kind is ast.For and type(node.iter) is ast.Call:
+                self.iterated.add(id(node.iter))  # `for event in stream.get_events():` runs the generator here
             self.expressions([node.iter])
             for name, value in self._loop_values(node.target, node.iter):
                 self.bind(name, value)
@@ -955,6 +960,7 @@ class _Reader:
             stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
             literal=literal, mode=mode, lazy=self.lazy_depth > 0, memo=self.memo_depth > 0, shipped=shipped,
             guards=tuple(self.guards), falsy=tuple(falsy), positional=-1 if starred else len(node.args),
+            iterated=id(node) in self.iterated,
         ))
 
     def _call_arguments(self, node: ast.Call, function: Function) -> list[tuple[str, str]]:

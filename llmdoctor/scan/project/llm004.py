@@ -107,6 +107,15 @@ class BlockingCallInAsync(ProjectRule):
         via = [{"path": self.show(node.path), "line": call.line, "function": node.function.name}]
         via += [{"path": self.show(model.nodes[step_node].path), "line": step_call.line,
                  "function": model.nodes[step_node].label} for step_node, step_call, _ in chain]
+        if call.iterated and callee.function.generator:  # each step of the `for` runs the generator's body here
+            return self._finding(
+                path, call,
+                f"iterating `{shown}()` blocks the event loop inside `async def {node.function.name}`: the "
+                f"generator `{callee.label}` calls `{blocked}()` at {where}:{last_call.line}{through} on every "
+                f"step, and every coroutine waits for it",
+                f"collect it off the loop: `for item in await asyncio.to_thread(list, {shown}(...))`; or make it an "
+                f"async generator down to the blocking call ({instead})", node.function.key, autofix=None,
+                call=blocking.callee, via=via)
         return self._finding(
             path, call,
             f"`{shown}()` blocks the event loop inside `async def {node.function.name}`: `{callee.label}` "

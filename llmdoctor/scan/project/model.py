@@ -353,9 +353,10 @@ class ProjectModel:
 
     def callee_nodes(self, node_id: int, call: Call, run: bool = False) -> list[int]:
         """The project functions a call reaches: the function, or a class's `__init__`/`__post_init__`. With
-        `run`, only those the call itself runs (calling a generator function runs nothing yet)."""
+        `run`, only those the call itself runs (calling a generator function runs nothing yet, unless a `for`
+        iterates it there and then)."""
         target = self.resolve(node_id, call.ref)
-        return self._callees(target, run) if target is not None else []
+        return self._callees(target, run and not call.iterated) if target is not None else []
 
     def _callees(self, target: Target, run: bool) -> list[int]:
         if target.kind == "any":  # `provider.get_token()` for a provider picked from a list of them
@@ -1144,7 +1145,8 @@ class ProjectModel:
             if function.is_async or node.cached or not function.key:
                 continue
             for callee, edge, call in node.edges:
-                if edge == E_CALL and call is not None and not call.lazy and not self.nodes[callee].function.generator:
+                if edge == E_CALL and call is not None and not call.lazy and (
+                        call.iterated or not self.nodes[callee].function.generator):
                     callers.setdefault(callee, []).append((node.id, call))
             if replay is not None and replay.clean(node.path):
                 call = replay.direct_blocking(self, node)
