@@ -1600,3 +1600,50 @@ def test_iterating_a_sync_generator_in_async_def_runs_its_body_on_the_loop(tmp_p
     assert findings[0].message.startswith("iterating `STREAM.get_events()` blocks the event loop inside `async def "
                                           "replay`: the generator `EventStream.get_events` calls `open()`")
     assert "await asyncio.to_thread(list, STREAM.get_events(...))" in findings[0].fix
+
+
+def test_a_parameter_given_by_dependency_injection_has_the_dependency_s_type(tmp_path):
+    """magentic-ui's and autogenstudio's routes take `db=Depends(get_db)` where `async def get_db() ->
+    DatabaseManager`: the sync SQLModel manager runs on the loop; `Annotated[T, Depends(f)]` names T; a sync
+    route runs in FastAPI's thread pool (not LLM004's)."""
+    root = write(tmp_path, {"app.py": """
+        from typing import Annotated, Optional
+        from fastapi import APIRouter, Depends
+        from sqlmodel import Session, create_engine
+
+        router = APIRouter()
+
+
+        class DatabaseManager:
+            def __init__(self):
+                self.engine = create_engine("sqlite:///app.db")
+
+            def get(self, model):
+                with Session(self.engine) as session:
+                    return session.exec(model).all()
+
+
+        _db: Optional[DatabaseManager] = None
+
+
+        async def get_db() -> DatabaseManager:
+            return _db
+
+
+        @router.get("/sessions")
+        async def list_sessions(user_id: str, db=Depends(get_db)):
+            return db.get("Session")
+
+
+        @router.get("/runs")
+        async def list_runs(db: Annotated[DatabaseManager, Depends(get_db)]):
+            return db.get("Run")
+
+
+        @router.get("/teams")
+        def list_teams(db=Depends(dependency=get_db)):
+            return db.get("Team")
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.line, f.extra["via"][-1]["function"]) for f in findings] == [(27, "DatabaseManager.get"),
+                                                                          (32, "DatabaseManager.get")]

@@ -472,11 +472,27 @@ class _Reader:
             return None
         return CONTAINER + "{" + "|".join(members) + "}"
 
+    def _dependency(self, default: ast.expr | None) -> str | None:
+        """A parameter given by dependency injection, `db=Depends(get_db)` (FastAPI; also Litestar's
+        `Provide`): what calling the dependency returns (`get_db() -> DatabaseManager`, or a class's instance)."""
+        if type(default) is not ast.Call or _text(default.func).rsplit(".", 1)[-1] not in _INJECTIONS:
+            return None
+        dependency = default.args[0] if default.args else next(
+            (k.value for k in default.keywords if k.arg == "dependency"), None)
+        if type(dependency) not in (ast.Name, ast.Attribute):
+            return None
+        base = self.ref(dependency)
+        return None if base is None or base.startswith("B:") or base.endswith(":") else base + "()"
+
     def annotation_ref(self, annotation: ast.expr | None) -> str | None:
         """An annotated name holds an instance of its (project or library) type: `c: httpx.Client`."""
         if annotation is None:
             return None
         kind = type(annotation)
+        if kind is ast.Subscript and _text(annotation.value).rsplit(".", 1)[-1] == "Annotated" \
+                and type(annotation.slice) is ast.Tuple and annotation.slice.elts:
+            annotation = annotation.slice.elts[0]  # `Annotated[DatabaseManager, Depends(get_db)]`: the type
+            kind = type(annotation)
         if kind is ast.Subscript and _text(annotation.value).rsplit(".", 1)[-1] == "Optional":
             annotation = annotation.slice
         elif kind is ast.BinOp and isinstance(annotation.op, ast.BitOr):
@@ -805,11 +821,13 @@ class _Reader:
         scope = _Scope("function", function=function)
         arguments = node.args
         positional = [*arguments.posonlyargs, *arguments.args]
+        defaults = dict(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+        defaults.update((arg, d) for arg, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
         for index, arg in enumerate([*positional, *arguments.kwonlyargs]):
             if index == 0 and function.owner is not None and not function.static and arg in positional:
                 scope.bindings[arg.arg] = "C:" if "classmethod" in names else "S:"
             else:
-                scope.bindings[arg.arg] = self.annotation_ref(arg.annotation)
+                scope.bindings[arg.arg] = self.annotation_ref(arg.annotation) or self._dependency(defaults.get(arg))
         for star in (arguments.vararg, arguments.kwarg):
             if star is not None:
                 scope.bindings[star.arg] = None
@@ -1042,6 +1060,7 @@ class _Reader:
 
 
 _TYPING_REFS = ("I:typing.", "I:typing_extensions.", "I:collections.abc.")
+_INJECTIONS = frozenset({"Depends", "Security", "Provide"})  # fastapi.Depends / Security, litestar Provide
 
 
 def _marks(node: ast.expr, out: list[str]) -> None:
