@@ -294,6 +294,64 @@ def log_sampled_prompt(prompt):
 """)
 
 
+def test_a_function_that_calls_the_model_is_no_sampling_helper():
+    """`sampling_loop` (open-interpreter computer_use/loop.py) samples tokens from the model: its name is no
+    sampling guard for the lines it logs; a `*sampl*` function that only logs still is."""
+    check(HEAD + """
+def sampling_loop(messages):
+    reply = client.chat.completions.create(model="m", messages=messages)
+    logger.info("reply: %s", reply.choices[0].message.content)  # hit
+
+def log_sample(messages):
+    logger.info("sampled by the caller: %s", messages)
+""")
+
+
+# ------------------------------------------------------------------ round 8: requests, streams, names
+
+def test_a_request_dict_passed_as_double_star_holds_the_prompt():
+    check(HEAD + """
+def by_dict(request):
+    payload = build_payload(request)
+    logger.info("request: %s", payload)  # hit
+    return client.chat.completions.create(**payload)
+
+def beside_a_prompt(messages, **options):
+    logger.info("options: %s", options)
+    return client.chat.completions.create(model="m", messages=messages, **options)
+""")
+
+
+@pytest.mark.parametrize(("read", "reported"), [
+    ("return resp.choices[0].message.content", True),
+    ('return getattr(resp, "usage", None)', True),
+    ("return resp", False),  # a caller may iterate it: a stream object
+    ("for chunk in resp:\n        yield chunk", False),
+    ("return resp.response.headers", False),  # a stream object has `.response` too
+])
+def test_a_result_that_may_stream_is_a_message_when_read_as_one(read, reported):
+    mark = "  # hit" if reported else ""
+    check(HEAD + f"""
+def send(payload):
+    resp = client.chat.completions.create(**payload)
+    logger.info("response: %s", resp){mark}
+    {read}
+""")
+
+
+def test_the_final_message_of_a_stream_is_the_completion():
+    check(HEAD + """
+def stream_reply(messages):
+    with client.chat.completions.stream(model="m", messages=messages) as stream:
+        for event in stream:
+            pass
+        logger.info("stream: %s", stream)
+        final = stream.get_final_completion()
+        logger.info("final: %s", final)  # hit
+        logger.info("text: %s", final.choices[0].message.content)  # hit
+""")
+
+
 # ------------------------------------------------------------------ message, prefilter, knowledge
 
 def test_message_names_the_sink_the_level_and_the_payload():

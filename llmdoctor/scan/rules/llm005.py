@@ -8,6 +8,8 @@ to a generation call as the prompt, which blocks run under a sampling guard) and
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from llmdoctor.scan.fastwalk import code_children
@@ -35,6 +37,7 @@ COLLECTING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add
 NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", "timedelta", "Decimal"})
 CONSOLE_PROMPTS = frozenset({"builtins.input", "getpass.getpass", "click.prompt", "typer.prompt",
                              "rich.prompt.Prompt.ask"})
+STREAM_ATTRIBUTES = frozenset({"response"})  # a stream object has these too (openai `Stream.response`)
 UNKNOWN = object()  # a local bound to something we cannot read
 LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
 
@@ -60,6 +63,8 @@ class UnsampledPayloadLogging(Rule):
         self._imports_cache: dict[tuple[str, ...], bool] = {}
         self._runtime_imports: set[str] | None = None
         self._http_module: bool | None = None
+        self._message_reads: dict[tuple[int, str], bool] = {}
+        self._model_callers: dict[int, bool] = {}
         self.evaluator = PayloadEvaluator(self.sinks, self.sdk, self.context, self._lookup, names_apply=False)
 
     # ------------------------------------------------------------------ names
@@ -85,7 +90,33 @@ class UnsampledPayloadLogging(Rule):
     def _bind(self, names: list[str], value: Value) -> None:
         frame = self._frames[-1]
         for name in names:
-            frame[name] = UNKNOWN if value is None else value  # unknown: a payload-like name may still count
+            bound = value
+            if isinstance(bound, Source) and bound.maybe_stream and self._read_as_message(name):
+                bound = replace(bound, stream=False, maybe_stream=False)
+            frame[name] = UNKNOWN if bound is None else bound  # unknown: a payload-like name may still count
+
+    def _read_as_message(self, name: str) -> bool:
+        """`resp = client.messages.create(**payload)` may be a stream (stream=True in the dict); the function
+        reads `resp.usage` / `resp.content` / `getattr(resp, "stop_reason")` and never iterates it: a message."""
+        function = self._functions[-1]
+        if function is None:
+            return False
+        key = (id(function), name)
+        found = self._message_reads.get(key)
+        if found is None:
+            fields = (self.sinks.payload_attributes | self.sinks.metadata_attributes) - STREAM_ATTRIBUTES
+            read = iterated = False
+            stack: list[cst.CSTNode] = [function.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.iter, cst.Name) \
+                        and node.iter.value == name:
+                    iterated = True
+                else:
+                    read = read or _reads_field(node, name, fields)
+                stack.extend(code_children(node))
+            found = self._message_reads[key] = read and not iterated
+        return found
 
     def _prompts_of(self, function: cst.FunctionDef) -> dict[str, Value]:
         """Names this function passes to a generation call as its prompt (`messages=msgs`), in any order;
@@ -105,9 +136,16 @@ class UnsampledPayloadLogging(Rule):
                         consoles.add(node.args[0].value.value)  # `input(prompt)`: a terminal prompt like "> "
                     method = generation_method(self.sdk, callee, node)
                     if method is not None:
-                        for keyword, value in payload_arguments(node, method, self.sinks):
+                        arguments = payload_arguments(node, method, self.sinks)
+                        for keyword, value in arguments:
                             what = Source(f"the prompt passed as `{keyword}=` to `{shown_call(node)}()`")
                             pending += [(name, what) for name in self._prompt_parts(value)]
+                        if not arguments:  # `create(**payload)`: the prompt can only be in the dict
+                            for arg in node.args:
+                                if arg.star == "**" and isinstance(arg.value, cst.Name):
+                                    what = Source(f"the request passed as `**{arg.value.value}` to "
+                                                  f"`{shown_call(node)}()`, which holds its prompt")
+                                    pending.append((arg.value.value, what))
                 elif isinstance(node, cst.Assign):
                     for target in node.targets:
                         if isinstance(target.target, cst.Name):
@@ -297,7 +335,23 @@ class UnsampledPayloadLogging(Rule):
             return True
         names = self.sinks.sample_names
         return names is not None and any(
-            f is not None and names.fullmatch(f.name.value) for f in self._functions)
+            f is not None and names.fullmatch(f.name.value) and not self._calls_model(f) for f in self._functions)
+
+    def _calls_model(self, function: cst.FunctionDef) -> bool:
+        """The function calls a generation method: its `sampling` is the model's decoding (`sampling_loop`),
+        not a sample of the log lines."""
+        found = self._model_callers.get(id(function))
+        if found is None:
+            found = False
+            stack: list[cst.CSTNode] = [function.body]
+            while stack and not found:
+                node = stack.pop()
+                if isinstance(node, cst.Call) and generation_method(
+                        self.sdk, self.context.callee_name(node), node) is not None:
+                    found = True
+                stack.extend(code_children(node))
+            self._model_callers[id(function)] = found
+        return found
 
     def _is_sampling_test(self, test: cst.BaseExpression) -> bool:
         sinks = self.sinks
@@ -418,6 +472,18 @@ def _shown(func: cst.BaseExpression, callee: str | None) -> str:
 
     chain = attribute_chain(func)
     return ".".join(chain) if chain else (callee or "<logger>")
+
+
+def _reads_field(node: cst.CSTNode, name: str, fields: frozenset) -> bool:
+    """`name.usage` or `getattr(name, "usage", ...)` with a field of a complete message."""
+    if isinstance(node, cst.Attribute):
+        return isinstance(node.value, cst.Name) and node.value.value == name and node.attr.value in fields
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr" \
+            and len(node.args) >= 2:
+        owner, field = node.args[0].value, node.args[1].value
+        return isinstance(owner, cst.Name) and owner.value == name and isinstance(field, cst.SimpleString) \
+            and field.evaluated_value in fields
+    return False
 
 
 def _tested_empty(test: cst.BaseExpression) -> set[str]:

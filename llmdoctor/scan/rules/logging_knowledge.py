@@ -39,6 +39,7 @@ class LoggingKnowledge:
     metadata_functions: frozenset
     preserving_functions: frozenset
     preserving_methods: frozenset
+    stream_final_methods: frozenset  # a stream's method returning the whole accumulated completion
     payload_kwargs: frozenset
     payload_keys: frozenset  # dict keys holding a request's prompt
     http_paths: tuple  # literals that make a module an LLM module
@@ -102,6 +103,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         metadata_functions=frozenset(payload.get("metadata_functions") or ()),
         preserving_functions=frozenset(payload.get("preserving_functions") or ()),
         preserving_methods=frozenset(payload.get("preserving_methods") or ()),
+        stream_final_methods=frozenset(payload.get("stream_final_methods") or ()),
         payload_kwargs=frozenset(payload.get("kwargs") or ()),
         payload_keys=frozenset(payload.get("keys") or ()),
         http_paths=tuple(payload.get("http_paths") or ()),
