@@ -352,6 +352,43 @@ def stream_reply(messages):
 """)
 
 
+def test_a_print_announcing_an_error_sets_the_level_of_its_block():
+    check("""\
+from fastapi import FastAPI
+from openai import OpenAI
+app = FastAPI()
+
+def respond(messages, chunks):
+    if not chunks:
+        print("ERROR. No chunks sent. Trying again.")
+        print("Messages:", messages)
+    else:
+        print("Messages:", messages)  # hit
+    print(f"Warning: slow model for {messages}")  # hit
+    try:
+        pass
+    except Exception:
+        print("Failed to answer:", messages)
+        print("Messages:", messages)
+""")
+
+
+def test_a_route_of_an_openai_compatible_api_makes_an_llm_module():
+    source = '''\
+import logging
+from fastapi import FastAPI
+logger = logging.getLogger(__name__)
+app = FastAPI()
+
+@app.post("/openai/chat/completions")
+async def chat_completion(request):
+    last_message = request.messages[-1]
+    logger.info("user: %s", last_message.content)  # hit
+'''
+    check(source)
+    check(source.replace("/openai/chat/completions", "/status").replace("  # hit", ""))
+
+
 # ------------------------------------------------------------------ message, prefilter, knowledge
 
 def test_message_names_the_sink_the_level_and_the_payload():

@@ -8,6 +8,7 @@ to a generation call as the prompt, which blocks run under a sampling guard) and
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import libcst as cst
@@ -37,6 +38,7 @@ COLLECTING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add
 NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", "timedelta", "Decimal"})
 CONSOLE_PROMPTS = frozenset({"builtins.input", "getpass.getpass", "click.prompt", "typer.prompt",
                              "rich.prompt.Prompt.ask"})
+FIRST_WORD = re.compile(r"[\s\W_]*([A-Za-z]+)")
 STREAM_ATTRIBUTES = frozenset({"response"})  # a stream object has these too (openai `Stream.response`)
 UNKNOWN = object()  # a local bound to something we cannot read
 LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
@@ -65,6 +67,7 @@ class UnsampledPayloadLogging(Rule):
         self._http_module: bool | None = None
         self._message_reads: dict[tuple[int, str], bool] = {}
         self._model_callers: dict[int, bool] = {}
+        self._block_nodes: list[cst.BaseSuite] = []
         self.evaluator = PayloadEvaluator(self.sinks, self.sdk, self.context, self._lookup, names_apply=False)
 
     # ------------------------------------------------------------------ names
@@ -321,11 +324,13 @@ class UnsampledPayloadLogging(Rule):
         self._leave_block(node)
 
     def _enter_block(self, node: cst.BaseSuite) -> None:
+        self._block_nodes.append(node)
         self._blocks.append(id(node) in self._guarded_bodies)
         self._branches.append(id(node) in self._branch_bodies)
         self._empty.append(self._empty_bodies.get(id(node), set()))
 
     def _leave_block(self, node: cst.BaseSuite) -> None:
+        self._block_nodes.pop()
         self._blocks.pop()
         self._branches.pop()
         self._empty.pop()
@@ -433,7 +438,7 @@ class UnsampledPayloadLogging(Rule):
         if callee is not None:
             if callee == "builtins.print":
                 if "print" in sinks.functions and self._runtime_imports_any(sinks.print_modules):
-                    return "print", sinks.functions["print"] or LEVELS["INFO"], False
+                    return "print", self._print_level() or sinks.functions["print"] or LEVELS["INFO"], False
                 return None
             if callee in sinks.functions:
                 return self._leveled(callee, sinks.functions[callee], node)
@@ -451,6 +456,27 @@ class UnsampledPayloadLogging(Rule):
             and receiver.value.value in ("self", "cls") else None)
         if name is not None and sinks.is_logger_name(name):
             return self._leveled(_shown(func, callee), sinks.logger_methods[func.attr.value], node)
+        return None
+
+    def _print_level(self) -> int | None:
+        """The level a block's prints announce (`print("ERROR. NO CHUNKS SENT. TRYING AGAIN.")`, then
+        `print("Messages:", messages)`): the first word of a print's literal, in this block up to this line."""
+        words = self.sinks.print_level_words
+        block = self._block_nodes[-1] if self._block_nodes else None
+        if not words or not isinstance(block, cst.IndentedBlock):
+            return None
+        statements = self.context.statements
+        for statement in block.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    call = small.value if isinstance(small, cst.Expr) else None
+                    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "print" \
+                            and call.args and call.args[0].keyword is None:
+                        word = _first_word(call.args[0].value)
+                        if word in words:
+                            return words[word]
+            if any(statement is current for current in statements):
+                break
         return None
 
     def _leveled(self, shown: str, level: int | None, node: cst.Call) -> tuple[str, int, bool] | None:
@@ -508,6 +534,20 @@ def _tested_empty(test: cst.BaseExpression) -> set[str]:
         if "empty" in name.lower():
             return _roots([a.value for a in test.args])
     return set()
+
+
+def _first_word(expr: cst.BaseExpression) -> str | None:
+    """The first word of a string literal or f-string's text, lower case (`"ERROR. No chunks"` -> `error`)."""
+    text = None
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        text = value if isinstance(value, str) else None
+    elif isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
+        text = expr.parts[0].value
+    if not text:
+        return None
+    match = FIRST_WORD.match(text)
+    return match.group(1).lower() if match else None
 
 
 def _roots(exprs) -> set[str]:

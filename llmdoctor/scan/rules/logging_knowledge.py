@@ -28,6 +28,7 @@ class LoggingKnowledge:
     error_path_level: int  # at or above it, a log in a branch or an except handler is an error report
     functions: dict  # qualified function -> level number, or None (level is the first argument)
     print_modules: frozenset
+    print_level_words: dict  # first word of a print's literal -> the level it announces (`print("ERROR ...")`)
     logger_factories: frozenset
     logger_objects: frozenset
     logger_methods: dict  # method -> level number or None
@@ -90,6 +91,8 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         functions={name: _level(f"log_sinks.functions.{name}", level)
                    for name, level in (sinks.get("functions") or {}).items()},
         print_modules=frozenset(sinks.get("print_is_logging_in") or ()),
+        print_level_words={str(word).lower(): _level(f"log_sinks.print_levels.{word}", level)
+                           for word, level in (sinks.get("print_levels") or {}).items()},
         logger_factories=frozenset(sinks.get("logger_factories") or ()),
         logger_objects=frozenset(sinks.get("logger_objects") or ()),
         logger_methods={name: _level(f"log_sinks.logger_methods.{name}", level)
