@@ -352,6 +352,77 @@ def stream_reply(messages):
 """)
 
 
+@pytest.mark.parametrize(("expr", "reported"), [
+    ("question[:50]", False),
+    ("question[:64]", False),
+    ("question[-40:]", False),
+    ("question[:65]", True),
+    ("question[:200]", True),
+    ("question[50:]", True),  # everything after the first 50 characters
+    ("question[-100:]", True),
+    ("question[:limit]", True),  # a length we cannot read
+])
+def test_a_short_excerpt_is_a_label_not_the_text(expr, reported):
+    mark = "  # hit" if reported else ""
+    check(HEAD + f"""
+def ask(question, limit):
+    logger.info("question: %s", {expr}){mark}
+""")
+
+
+@pytest.mark.parametrize(("test", "labelled"), [
+    ('"yes" in answer', True),
+    ('answer.strip().lower() == "relevant"', True),
+    ('"no" != answer', True),
+    ('answer in ("yes", "no")', True),
+    ('answer.lower().startswith("yes")', True),
+    ('"{context}" in answer', False),  # a template placeholder, not a one-word label
+    ('answer == "I cannot answer that question."', False),  # a sentence
+    ('"yes" in other', False),
+])
+def test_a_name_tested_against_one_word_is_a_classification(test, labelled):
+    mark = "" if labelled else "  # hit"
+    check(HEAD + f"""
+def classify(other):
+    answer = ask_model("Answer ONLY yes or no.")
+    logger.info("answer: %s", answer){mark}
+    return {test}
+""")
+
+
+def test_a_classification_does_not_hide_a_generation_result():
+    check(HEAD + """
+def classify(messages):
+    answer = client.chat.completions.create(model="m", messages=messages).choices[0].message.content
+    logger.info("answer: %s", answer)  # hit
+    return answer == "yes"
+""")
+
+
+def test_a_field_named_like_a_payload_counts_whatever_the_record():
+    """`req.question` of a request model and `result["answer"]` of a RAG chain are payload; a parsed candidate
+    record's `best["answer"]` (local-deep-research, judged false) looks the same and stays a known false class:
+    dropping field evidence for generic words would silence it, and with it these shapes, common in request
+    handlers (round 8: tried, not kept)."""
+    check(HEAD + """
+def ask(req, chain):
+    logger.info("question: %s", req.question)  # hit
+    result = chain.invoke({"input": req.question})
+    logger.info("answer: %s", result["answer"])  # hit
+""")
+
+
+def test_names_unpacked_from_a_call_handed_the_prompt():
+    check(HEAD + """
+def ask(prompt, handle_error, e):
+    answer, token_info = get_answer_from_llm(prompt)
+    logger.info("answer: %s", answer)  # hit
+    logger.info("tokens: %s", token_info)
+    response_text, _ = handle_error(e)
+    logger.info("error: %s", response_text)
+""")
+
+
 def test_a_print_announcing_an_error_sets_the_level_of_its_block():
     check("""\
 from fastapi import FastAPI

@@ -39,6 +39,8 @@ NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", 
 CONSOLE_PROMPTS = frozenset({"builtins.input", "getpass.getpass", "click.prompt", "typer.prompt",
                              "rich.prompt.Prompt.ask"})
 FIRST_WORD = re.compile(r"[\s\W_]*([A-Za-z]+)")
+WORD_MAX = 12  # `"yes"`, `"relevant"`, `"irrelevant"`: a label word, not a phrase
+NORMALISING_METHODS = frozenset({"strip", "lower", "upper", "casefold", "lstrip", "rstrip", "title"})
 STREAM_ATTRIBUTES = frozenset({"response"})  # a stream object has these too (openai `Stream.response`)
 UNKNOWN = object()  # a local bound to something we cannot read
 LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
@@ -67,6 +69,7 @@ class UnsampledPayloadLogging(Rule):
         self._http_module: bool | None = None
         self._message_reads: dict[tuple[int, str], bool] = {}
         self._model_callers: dict[int, bool] = {}
+        self._labels: dict[int, set[str]] = {}
         self._block_nodes: list[cst.BaseSuite] = []
         self.evaluator = PayloadEvaluator(self.sinks, self.sdk, self.context, self._lookup, names_apply=False)
 
@@ -88,7 +91,41 @@ class UnsampledPayloadLogging(Rule):
             prompts = self._prompts_of(function)
             if name in prompts:
                 return prompts[name]
+            if self.sinks.is_payload_name(name) and name in self._labels_of(function):
+                return METADATA  # `return "yes" in answer`: a one-word classification, not text
         return PayloadEvaluator.MISSING
+
+    def _labels_of(self, function: cst.FunctionDef) -> set[str]:
+        """Names the function tests against a one-word literal (`"yes" in answer`, `verdict == "relevant"`,
+        `answer.lower().startswith("no")`, `label in ("a", "b")`): the model was asked for a label."""
+        found = self._labels.get(id(function))
+        if found is None:
+            found = self._labels[id(function)] = set()
+            stack: list[cst.CSTNode] = [function.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.Comparison):
+                    left = node.left
+                    for target in node.comparisons:
+                        right = target.comparator
+                        if isinstance(target.operator, (cst.In, cst.NotIn)):
+                            if _word(left):
+                                found.update(_tested_name(right))
+                            elif isinstance(right, (cst.Tuple, cst.List, cst.Set)) and right.elements and all(
+                                    _word(el.value) for el in right.elements):
+                                found.update(_tested_name(left))
+                        elif isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+                            if _word(right):
+                                found.update(_tested_name(left))
+                            elif _word(left):
+                                found.update(_tested_name(right))
+                        left = right
+                elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                        and node.func.attr.value in ("startswith", "endswith") and node.args \
+                        and _word(node.args[0].value):
+                    found.update(_tested_name(node.func.value))
+                stack.extend(code_children(node))
+        return found
 
     def _bind(self, names: list[str], value: Value) -> None:
         frame = self._frames[-1]
@@ -266,7 +303,23 @@ class UnsampledPayloadLogging(Rule):
                         self._assign([sub.value], val.value)
                 else:  # `text, _ = handle_error(e)`: a part of something unknown, whatever its name says
                     value = self._evaluate(value_node)
-                    self._bind(target_names(target), OPAQUE if value is None else value)
+                    if value is None and self._given_payload(value_node):
+                        self._bind(target_names(target), None)  # `answer, usage = get_answer(prompt)`: names count
+                    else:
+                        self._bind(target_names(target), OPAQUE if value is None else value)
+
+    def _given_payload(self, expr: cst.BaseExpression) -> bool:
+        """A call handed a prompt or completion: what it returns derives from it (`get_answer_from_llm(prompt)`)."""
+        if isinstance(expr, cst.Await):
+            expr = expr.expression
+        if not isinstance(expr, cst.Call):
+            return False
+        for arg in expr.args:
+            if not arg.star:
+                value = self._evaluate(arg.value)
+                if isinstance(value, Source) and not value.stream:
+                    return True
+        return False
 
     def visit_For(self, node: cst.For) -> None:
         self._bind(target_names(node.target), self._iterated(node.iter))
@@ -548,6 +601,22 @@ def _first_word(expr: cst.BaseExpression) -> str | None:
         return None
     match = FIRST_WORD.match(text)
     return match.group(1).lower() if match else None
+
+
+def _word(expr: cst.BaseExpression) -> bool:
+    """A one-word string literal (`"yes"`, `"RELEVANT"`): what a model asked for a label answers."""
+    if not isinstance(expr, cst.SimpleString):
+        return False
+    value = expr.evaluated_value
+    return isinstance(value, str) and 0 < len(value) <= WORD_MAX and value.isalpha()
+
+
+def _tested_name(expr: cst.BaseExpression) -> set[str]:
+    """The name a test reads, through normalising calls: `answer`, `answer.strip().lower()`."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in NORMALISING_METHODS:
+        expr = expr.func.value
+    return {expr.value} if isinstance(expr, cst.Name) else set()
 
 
 def _roots(exprs) -> set[str]:

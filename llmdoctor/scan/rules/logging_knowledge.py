@@ -45,6 +45,7 @@ class LoggingKnowledge:
     payload_keys: frozenset  # dict keys holding a request's prompt
     http_paths: tuple  # literals that make a module an LLM module
     payload_names: re.Pattern | None
+    excerpt_max_chars: int  # `text[:50]`: a prefix (or suffix) this short is a label for the line, not the text
     metadata_name_parts: frozenset
     random_functions: frozenset
     sample_names: re.Pattern | None
@@ -111,6 +112,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         payload_keys=frozenset(payload.get("keys") or ()),
         http_paths=tuple(payload.get("http_paths") or ()),
         payload_names=_glob_regex(payload.get("names")),
+        excerpt_max_chars=int(payload.get("excerpt_max_chars", 0)),
         metadata_name_parts=frozenset(payload.get("metadata_name_parts") or ()),
         random_functions=frozenset(guards.get("random_functions") or ()),
         sample_names=_glob_regex([*(guards.get("name_globs") or ()), *(guards.get("opt_in_name_globs") or ())]),

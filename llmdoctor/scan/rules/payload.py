@@ -233,11 +233,28 @@ class PayloadEvaluator:
             return self._comprehension_value(expr.for_in, [expr.elt])
         if isinstance(expr, cst.DictComp):
             return self._comprehension_value(expr.for_in, [expr.value])
+        if isinstance(expr, cst.Subscript) and self._excerpt(expr):
+            return METADATA  # `question[:50]`: a short label for the line
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             return _at(self._chain(expr), expr)
         if isinstance(expr, cst.Call):
             return self._call(expr)
         return None
+
+    def _excerpt(self, expr: cst.Subscript) -> bool:
+        """`text[:N]` or `text[-N:]` with a literal N up to `excerpt_max_chars`: at most N characters."""
+        limit = self.logging.excerpt_max_chars
+        if limit <= 0 or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Slice):
+            return False
+        part = expr.slice[0].slice
+        if part.step is not None:
+            return False
+        if part.lower is None and isinstance(part.upper, cst.Integer):
+            return int(part.upper.value, 0) <= limit
+        if part.upper is None and isinstance(part.lower, cst.UnaryOperation) and isinstance(
+                part.lower.operator, cst.Minus) and isinstance(part.lower.expression, cst.Integer):
+            return int(part.lower.expression.value, 0) <= limit
+        return False
 
     def _payload_key(self, expr: cst.Dict) -> Value:
         """`{"model": m, "prompt": conv}`: a request body whose prompt is not a literal."""
