@@ -490,6 +490,10 @@ def test_a_file_without_any_llm_sdk_name_is_not_parsed_for_this_rule():
 def test_a_bad_level_in_the_knowledge_names_the_key():
     with pytest.raises(UserError, match=r"sdk-logging.yaml: key 'log_sinks.logger_methods.info'"):
         build_logging_knowledge({"log_sinks": {"logger_methods": {"info": "LOUD"}}})
+    with pytest.raises(UserError, match=r"sdk-logging.yaml: key 'payload.excerpt_max_chars'"):
+        build_logging_knowledge({"payload": {"excerpt_max_chars": "short"}})
+    with pytest.raises(UserError, match=r"sdk-logging.yaml: key 'log_sinks.print_levels.oops'"):
+        build_logging_knowledge({"log_sinks": {"print_levels": {"oops": "LOUD"}}})
 
 
 def test_cli_reports_the_fixture_with_json_fields(cli):

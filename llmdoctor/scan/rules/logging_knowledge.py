@@ -79,6 +79,12 @@ def _level(stem_key: str, value) -> int | None:
                     f"{', '.join(LEVELS)}, a number or {FIRST_ARGUMENT}")
 
 
+def _count(stem_key: str, value) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise UserError(f"rules file {KNOWLEDGE_STEM}.yaml: key '{stem_key}': must be a whole number >= 0")
+
+
 def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
     sinks = doc.get("log_sinks") or {}
     payload = doc.get("payload") or {}
@@ -112,7 +118,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         payload_keys=frozenset(payload.get("keys") or ()),
         http_paths=tuple(payload.get("http_paths") or ()),
         payload_names=_glob_regex(payload.get("names")),
-        excerpt_max_chars=int(payload.get("excerpt_max_chars", 0)),
+        excerpt_max_chars=_count("payload.excerpt_max_chars", payload.get("excerpt_max_chars", 0)),
         metadata_name_parts=frozenset(payload.get("metadata_name_parts") or ()),
         random_functions=frozenset(guards.get("random_functions") or ()),
         sample_names=_glob_regex([*(guards.get("name_globs") or ()), *(guards.get("opt_in_name_globs") or ())]),
