@@ -294,6 +294,172 @@ def log_sampled_prompt(prompt):
 """)
 
 
+def test_a_function_that_calls_the_model_is_no_sampling_helper():
+    """`sampling_loop` (open-interpreter computer_use/loop.py) samples tokens from the model: its name is no
+    sampling guard for the lines it logs; a `*sampl*` function that only logs still is."""
+    check(HEAD + """
+def sampling_loop(messages):
+    reply = client.chat.completions.create(model="m", messages=messages)
+    logger.info("reply: %s", reply.choices[0].message.content)  # hit
+
+def log_sample(messages):
+    logger.info("sampled by the caller: %s", messages)
+""")
+
+
+# ------------------------------------------------------------------ round 8: requests, streams, names
+
+def test_a_request_dict_passed_as_double_star_holds_the_prompt():
+    check(HEAD + """
+def by_dict(request):
+    payload = build_payload(request)
+    logger.info("request: %s", payload)  # hit
+    return client.chat.completions.create(**payload)
+
+def beside_a_prompt(messages, **options):
+    logger.info("options: %s", options)
+    return client.chat.completions.create(model="m", messages=messages, **options)
+""")
+
+
+@pytest.mark.parametrize(("read", "reported"), [
+    ("return resp.choices[0].message.content", True),
+    ('return getattr(resp, "usage", None)', True),
+    ("return resp", False),  # a caller may iterate it: a stream object
+    ("for chunk in resp:\n        yield chunk", False),
+    ("return resp.response.headers", False),  # a stream object has `.response` too
+])
+def test_a_result_that_may_stream_is_a_message_when_read_as_one(read, reported):
+    mark = "  # hit" if reported else ""
+    check(HEAD + f"""
+def send(payload):
+    resp = client.chat.completions.create(**payload)
+    logger.info("response: %s", resp){mark}
+    {read}
+""")
+
+
+def test_the_final_message_of_a_stream_is_the_completion():
+    check(HEAD + """
+def stream_reply(messages):
+    with client.chat.completions.stream(model="m", messages=messages) as stream:
+        for event in stream:
+            pass
+        logger.info("stream: %s", stream)
+        final = stream.get_final_completion()
+        logger.info("final: %s", final)  # hit
+        logger.info("text: %s", final.choices[0].message.content)  # hit
+""")
+
+
+@pytest.mark.parametrize(("expr", "reported"), [
+    ("question[:50]", False),
+    ("question[:64]", False),
+    ("question[-40:]", False),
+    ("question[:65]", True),
+    ("question[:200]", True),
+    ("question[50:]", True),  # everything after the first 50 characters
+    ("question[-100:]", True),
+    ("question[:limit]", True),  # a length we cannot read
+])
+def test_a_short_excerpt_is_a_label_not_the_text(expr, reported):
+    mark = "  # hit" if reported else ""
+    check(HEAD + f"""
+def ask(question, limit):
+    logger.info("question: %s", {expr}){mark}
+""")
+
+
+@pytest.mark.parametrize(("test", "labelled"), [
+    ('"yes" in answer', True),
+    ('answer.strip().lower() == "relevant"', True),
+    ('"no" != answer', True),
+    ('answer in ("yes", "no")', True),
+    ('answer.lower().startswith("yes")', True),
+    ('"{context}" in answer', False),  # a template placeholder, not a one-word label
+    ('answer == "I cannot answer that question."', False),  # a sentence
+    ('"yes" in other', False),
+])
+def test_a_name_tested_against_one_word_is_a_classification(test, labelled):
+    mark = "" if labelled else "  # hit"
+    check(HEAD + f"""
+def classify(other):
+    answer = ask_model("Answer ONLY yes or no.")
+    logger.info("answer: %s", answer){mark}
+    return {test}
+""")
+
+
+def test_a_classification_does_not_hide_a_generation_result():
+    check(HEAD + """
+def classify(messages):
+    answer = client.chat.completions.create(model="m", messages=messages).choices[0].message.content
+    logger.info("answer: %s", answer)  # hit
+    return answer == "yes"
+""")
+
+
+def test_a_field_named_like_a_payload_counts_whatever_the_record():
+    """`req.question` of a request model and `result["answer"]` of a RAG chain are payload; a parsed candidate
+    record's `best["answer"]` (local-deep-research, judged false) looks the same and stays a known false class:
+    dropping field evidence for generic words would silence it, and with it these shapes, common in request
+    handlers (round 8: tried, not kept)."""
+    check(HEAD + """
+def ask(req, chain):
+    logger.info("question: %s", req.question)  # hit
+    result = chain.invoke({"input": req.question})
+    logger.info("answer: %s", result["answer"])  # hit
+""")
+
+
+def test_names_unpacked_from_a_call_handed_the_prompt():
+    check(HEAD + """
+def ask(prompt, handle_error, e):
+    answer, token_info = get_answer_from_llm(prompt)
+    logger.info("answer: %s", answer)  # hit
+    logger.info("tokens: %s", token_info)
+    response_text, _ = handle_error(e)
+    logger.info("error: %s", response_text)
+""")
+
+
+def test_a_print_announcing_an_error_sets_the_level_of_its_block():
+    check("""\
+from fastapi import FastAPI
+from openai import OpenAI
+app = FastAPI()
+
+def respond(messages, chunks):
+    if not chunks:
+        print("ERROR. No chunks sent. Trying again.")
+        print("Messages:", messages)
+    else:
+        print("Messages:", messages)  # hit
+    print(f"Warning: slow model for {messages}")  # hit
+    try:
+        pass
+    except Exception:
+        print("Failed to answer:", messages)
+        print("Messages:", messages)
+""")
+
+
+def test_a_route_of_an_openai_compatible_api_makes_an_llm_module():
+    source = '''\
+import logging
+from fastapi import FastAPI
+logger = logging.getLogger(__name__)
+app = FastAPI()
+
+@app.post("/openai/chat/completions")
+async def chat_completion(request):
+    last_message = request.messages[-1]
+    logger.info("user: %s", last_message.content)  # hit
+'''
+    check(source)
+    check(source.replace("/openai/chat/completions", "/status").replace("  # hit", ""))
+
+
 # ------------------------------------------------------------------ message, prefilter, knowledge
 
 def test_message_names_the_sink_the_level_and_the_payload():
@@ -324,6 +490,10 @@ def test_a_file_without_any_llm_sdk_name_is_not_parsed_for_this_rule():
 def test_a_bad_level_in_the_knowledge_names_the_key():
     with pytest.raises(UserError, match=r"sdk-logging.yaml: key 'log_sinks.logger_methods.info'"):
         build_logging_knowledge({"log_sinks": {"logger_methods": {"info": "LOUD"}}})
+    with pytest.raises(UserError, match=r"sdk-logging.yaml: key 'payload.excerpt_max_chars'"):
+        build_logging_knowledge({"payload": {"excerpt_max_chars": "short"}})
+    with pytest.raises(UserError, match=r"sdk-logging.yaml: key 'log_sinks.print_levels.oops'"):
+        build_logging_knowledge({"log_sinks": {"print_levels": {"oops": "LOUD"}}})
 
 
 def test_cli_reports_the_fixture_with_json_fields(cli):

@@ -8,6 +8,9 @@ to a generation call as the prompt, which blocks run under a sampling guard) and
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import libcst as cst
 
 from llmdoctor.scan.fastwalk import code_children
@@ -35,6 +38,10 @@ COLLECTING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add
 NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", "timedelta", "Decimal"})
 CONSOLE_PROMPTS = frozenset({"builtins.input", "getpass.getpass", "click.prompt", "typer.prompt",
                              "rich.prompt.Prompt.ask"})
+FIRST_WORD = re.compile(r"[\s\W_]*([A-Za-z]+)")
+WORD_MAX = 12  # `"yes"`, `"relevant"`, `"irrelevant"`: a label word, not a phrase
+NORMALISING_METHODS = frozenset({"strip", "lower", "upper", "casefold", "lstrip", "rstrip", "title"})
+STREAM_ATTRIBUTES = frozenset({"response"})  # a stream object has these too (openai `Stream.response`)
 UNKNOWN = object()  # a local bound to something we cannot read
 LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
 
@@ -60,6 +67,10 @@ class UnsampledPayloadLogging(Rule):
         self._imports_cache: dict[tuple[str, ...], bool] = {}
         self._runtime_imports: set[str] | None = None
         self._http_module: bool | None = None
+        self._message_reads: dict[tuple[int, str], bool] = {}
+        self._model_callers: dict[int, bool] = {}
+        self._labels: dict[int, set[str]] = {}
+        self._block_nodes: list[cst.BaseSuite] = []
         self.evaluator = PayloadEvaluator(self.sinks, self.sdk, self.context, self._lookup, names_apply=False)
 
     # ------------------------------------------------------------------ names
@@ -80,12 +91,72 @@ class UnsampledPayloadLogging(Rule):
             prompts = self._prompts_of(function)
             if name in prompts:
                 return prompts[name]
+            if self.sinks.is_payload_name(name) and name in self._labels_of(function):
+                return METADATA  # `return "yes" in answer`: a one-word classification, not text
         return PayloadEvaluator.MISSING
+
+    def _labels_of(self, function: cst.FunctionDef) -> set[str]:
+        """Names the function tests against a one-word literal (`"yes" in answer`, `verdict == "relevant"`,
+        `answer.lower().startswith("no")`, `label in ("a", "b")`): the model was asked for a label."""
+        found = self._labels.get(id(function))
+        if found is None:
+            found = self._labels[id(function)] = set()
+            stack: list[cst.CSTNode] = [function.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.Comparison):
+                    left = node.left
+                    for target in node.comparisons:
+                        right = target.comparator
+                        if isinstance(target.operator, (cst.In, cst.NotIn)):
+                            if _word(left):
+                                found.update(_tested_name(right))
+                            elif isinstance(right, (cst.Tuple, cst.List, cst.Set)) and right.elements and all(
+                                    _word(el.value) for el in right.elements):
+                                found.update(_tested_name(left))
+                        elif isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+                            if _word(right):
+                                found.update(_tested_name(left))
+                            elif _word(left):
+                                found.update(_tested_name(right))
+                        left = right
+                elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                        and node.func.attr.value in ("startswith", "endswith") and node.args \
+                        and _word(node.args[0].value):
+                    found.update(_tested_name(node.func.value))
+                stack.extend(code_children(node))
+        return found
 
     def _bind(self, names: list[str], value: Value) -> None:
         frame = self._frames[-1]
         for name in names:
-            frame[name] = UNKNOWN if value is None else value  # unknown: a payload-like name may still count
+            bound = value
+            if isinstance(bound, Source) and bound.maybe_stream and self._read_as_message(name):
+                bound = replace(bound, stream=False, maybe_stream=False)
+            frame[name] = UNKNOWN if bound is None else bound  # unknown: a payload-like name may still count
+
+    def _read_as_message(self, name: str) -> bool:
+        """`resp = client.messages.create(**payload)` may be a stream (stream=True in the dict); the function
+        reads `resp.usage` / `resp.content` / `getattr(resp, "stop_reason")` and never iterates it: a message."""
+        function = self._functions[-1]
+        if function is None:
+            return False
+        key = (id(function), name)
+        found = self._message_reads.get(key)
+        if found is None:
+            fields = (self.sinks.payload_attributes | self.sinks.metadata_attributes) - STREAM_ATTRIBUTES
+            read = iterated = False
+            stack: list[cst.CSTNode] = [function.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.iter, cst.Name) \
+                        and node.iter.value == name:
+                    iterated = True
+                else:
+                    read = read or _reads_field(node, name, fields)
+                stack.extend(code_children(node))
+            found = self._message_reads[key] = read and not iterated
+        return found
 
     def _prompts_of(self, function: cst.FunctionDef) -> dict[str, Value]:
         """Names this function passes to a generation call as its prompt (`messages=msgs`), in any order;
@@ -105,9 +176,16 @@ class UnsampledPayloadLogging(Rule):
                         consoles.add(node.args[0].value.value)  # `input(prompt)`: a terminal prompt like "> "
                     method = generation_method(self.sdk, callee, node)
                     if method is not None:
-                        for keyword, value in payload_arguments(node, method, self.sinks):
+                        arguments = payload_arguments(node, method, self.sinks)
+                        for keyword, value in arguments:
                             what = Source(f"the prompt passed as `{keyword}=` to `{shown_call(node)}()`")
                             pending += [(name, what) for name in self._prompt_parts(value)]
+                        if not arguments:  # `create(**payload)`: the prompt can only be in the dict
+                            for arg in node.args:
+                                if arg.star == "**" and isinstance(arg.value, cst.Name):
+                                    what = Source(f"the request passed as `**{arg.value.value}` to "
+                                                  f"`{shown_call(node)}()`, which holds its prompt")
+                                    pending.append((arg.value.value, what))
                 elif isinstance(node, cst.Assign):
                     for target in node.targets:
                         if isinstance(target.target, cst.Name):
@@ -225,7 +303,23 @@ class UnsampledPayloadLogging(Rule):
                         self._assign([sub.value], val.value)
                 else:  # `text, _ = handle_error(e)`: a part of something unknown, whatever its name says
                     value = self._evaluate(value_node)
-                    self._bind(target_names(target), OPAQUE if value is None else value)
+                    if value is None and self._given_payload(value_node):
+                        self._bind(target_names(target), None)  # `answer, usage = get_answer(prompt)`: names count
+                    else:
+                        self._bind(target_names(target), OPAQUE if value is None else value)
+
+    def _given_payload(self, expr: cst.BaseExpression) -> bool:
+        """A call handed a prompt or completion: what it returns derives from it (`get_answer_from_llm(prompt)`)."""
+        if isinstance(expr, cst.Await):
+            expr = expr.expression
+        if not isinstance(expr, cst.Call):
+            return False
+        for arg in expr.args:
+            if not arg.star:
+                value = self._evaluate(arg.value)
+                if isinstance(value, Source) and not value.stream:
+                    return True
+        return False
 
     def visit_For(self, node: cst.For) -> None:
         self._bind(target_names(node.target), self._iterated(node.iter))
@@ -283,11 +377,13 @@ class UnsampledPayloadLogging(Rule):
         self._leave_block(node)
 
     def _enter_block(self, node: cst.BaseSuite) -> None:
+        self._block_nodes.append(node)
         self._blocks.append(id(node) in self._guarded_bodies)
         self._branches.append(id(node) in self._branch_bodies)
         self._empty.append(self._empty_bodies.get(id(node), set()))
 
     def _leave_block(self, node: cst.BaseSuite) -> None:
+        self._block_nodes.pop()
         self._blocks.pop()
         self._branches.pop()
         self._empty.pop()
@@ -297,7 +393,23 @@ class UnsampledPayloadLogging(Rule):
             return True
         names = self.sinks.sample_names
         return names is not None and any(
-            f is not None and names.fullmatch(f.name.value) for f in self._functions)
+            f is not None and names.fullmatch(f.name.value) and not self._calls_model(f) for f in self._functions)
+
+    def _calls_model(self, function: cst.FunctionDef) -> bool:
+        """The function calls a generation method: its `sampling` is the model's decoding (`sampling_loop`),
+        not a sample of the log lines."""
+        found = self._model_callers.get(id(function))
+        if found is None:
+            found = False
+            stack: list[cst.CSTNode] = [function.body]
+            while stack and not found:
+                node = stack.pop()
+                if isinstance(node, cst.Call) and generation_method(
+                        self.sdk, self.context.callee_name(node), node) is not None:
+                    found = True
+                stack.extend(code_children(node))
+            self._model_callers[id(function)] = found
+        return found
 
     def _is_sampling_test(self, test: cst.BaseExpression) -> bool:
         sinks = self.sinks
@@ -379,7 +491,7 @@ class UnsampledPayloadLogging(Rule):
         if callee is not None:
             if callee == "builtins.print":
                 if "print" in sinks.functions and self._runtime_imports_any(sinks.print_modules):
-                    return "print", sinks.functions["print"] or LEVELS["INFO"], False
+                    return "print", self._print_level() or sinks.functions["print"] or LEVELS["INFO"], False
                 return None
             if callee in sinks.functions:
                 return self._leveled(callee, sinks.functions[callee], node)
@@ -397,6 +509,27 @@ class UnsampledPayloadLogging(Rule):
             and receiver.value.value in ("self", "cls") else None)
         if name is not None and sinks.is_logger_name(name):
             return self._leveled(_shown(func, callee), sinks.logger_methods[func.attr.value], node)
+        return None
+
+    def _print_level(self) -> int | None:
+        """The level a block's prints announce (`print("ERROR. NO CHUNKS SENT. TRYING AGAIN.")`, then
+        `print("Messages:", messages)`): the first word of a print's literal, in this block up to this line."""
+        words = self.sinks.print_level_words
+        block = self._block_nodes[-1] if self._block_nodes else None
+        if not words or not isinstance(block, cst.IndentedBlock):
+            return None
+        statements = self.context.statements
+        for statement in block.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    call = small.value if isinstance(small, cst.Expr) else None
+                    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "print" \
+                            and call.args and call.args[0].keyword is None:
+                        word = _first_word(call.args[0].value)
+                        if word in words:
+                            return words[word]
+            if any(statement is current for current in statements):
+                break
         return None
 
     def _leveled(self, shown: str, level: int | None, node: cst.Call) -> tuple[str, int, bool] | None:
@@ -418,6 +551,18 @@ def _shown(func: cst.BaseExpression, callee: str | None) -> str:
 
     chain = attribute_chain(func)
     return ".".join(chain) if chain else (callee or "<logger>")
+
+
+def _reads_field(node: cst.CSTNode, name: str, fields: frozenset) -> bool:
+    """`name.usage` or `getattr(name, "usage", ...)` with a field of a complete message."""
+    if isinstance(node, cst.Attribute):
+        return isinstance(node.value, cst.Name) and node.value.value == name and node.attr.value in fields
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr" \
+            and len(node.args) >= 2:
+        owner, field = node.args[0].value, node.args[1].value
+        return isinstance(owner, cst.Name) and owner.value == name and isinstance(field, cst.SimpleString) \
+            and field.evaluated_value in fields
+    return False
 
 
 def _tested_empty(test: cst.BaseExpression) -> set[str]:
@@ -442,6 +587,36 @@ def _tested_empty(test: cst.BaseExpression) -> set[str]:
         if "empty" in name.lower():
             return _roots([a.value for a in test.args])
     return set()
+
+
+def _first_word(expr: cst.BaseExpression) -> str | None:
+    """The first word of a string literal or f-string's text, lower case (`"ERROR. No chunks"` -> `error`)."""
+    text = None
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        text = value if isinstance(value, str) else None
+    elif isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
+        text = expr.parts[0].value
+    if not text:
+        return None
+    match = FIRST_WORD.match(text)
+    return match.group(1).lower() if match else None
+
+
+def _word(expr: cst.BaseExpression) -> bool:
+    """A one-word string literal (`"yes"`, `"RELEVANT"`): what a model asked for a label answers."""
+    if not isinstance(expr, cst.SimpleString):
+        return False
+    value = expr.evaluated_value
+    return isinstance(value, str) and 0 < len(value) <= WORD_MAX and value.isalpha()
+
+
+def _tested_name(expr: cst.BaseExpression) -> set[str]:
+    """The name a test reads, through normalising calls: `answer`, `answer.strip().lower()`."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in NORMALISING_METHODS:
+        expr = expr.func.value
+    return {expr.value} if isinstance(expr, cst.Name) else set()
 
 
 def _roots(exprs) -> set[str]:

@@ -28,6 +28,7 @@ class LoggingKnowledge:
     error_path_level: int  # at or above it, a log in a branch or an except handler is an error report
     functions: dict  # qualified function -> level number, or None (level is the first argument)
     print_modules: frozenset
+    print_level_words: dict  # first word of a print's literal -> the level it announces (`print("ERROR ...")`)
     logger_factories: frozenset
     logger_objects: frozenset
     logger_methods: dict  # method -> level number or None
@@ -39,10 +40,12 @@ class LoggingKnowledge:
     metadata_functions: frozenset
     preserving_functions: frozenset
     preserving_methods: frozenset
+    stream_final_methods: frozenset  # a stream's method returning the whole accumulated completion
     payload_kwargs: frozenset
     payload_keys: frozenset  # dict keys holding a request's prompt
     http_paths: tuple  # literals that make a module an LLM module
     payload_names: re.Pattern | None
+    excerpt_max_chars: int  # `text[:50]`: a prefix (or suffix) this short is a label for the line, not the text
     metadata_name_parts: frozenset
     random_functions: frozenset
     sample_names: re.Pattern | None
@@ -76,6 +79,12 @@ def _level(stem_key: str, value) -> int | None:
                     f"{', '.join(LEVELS)}, a number or {FIRST_ARGUMENT}")
 
 
+def _count(stem_key: str, value) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise UserError(f"rules file {KNOWLEDGE_STEM}.yaml: key '{stem_key}': must be a whole number >= 0")
+
+
 def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
     sinks = doc.get("log_sinks") or {}
     payload = doc.get("payload") or {}
@@ -89,6 +98,8 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         functions={name: _level(f"log_sinks.functions.{name}", level)
                    for name, level in (sinks.get("functions") or {}).items()},
         print_modules=frozenset(sinks.get("print_is_logging_in") or ()),
+        print_level_words={str(word).lower(): _level(f"log_sinks.print_levels.{word}", level)
+                           for word, level in (sinks.get("print_levels") or {}).items()},
         logger_factories=frozenset(sinks.get("logger_factories") or ()),
         logger_objects=frozenset(sinks.get("logger_objects") or ()),
         logger_methods={name: _level(f"log_sinks.logger_methods.{name}", level)
@@ -102,10 +113,12 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         metadata_functions=frozenset(payload.get("metadata_functions") or ()),
         preserving_functions=frozenset(payload.get("preserving_functions") or ()),
         preserving_methods=frozenset(payload.get("preserving_methods") or ()),
+        stream_final_methods=frozenset(payload.get("stream_final_methods") or ()),
         payload_kwargs=frozenset(payload.get("kwargs") or ()),
         payload_keys=frozenset(payload.get("keys") or ()),
         http_paths=tuple(payload.get("http_paths") or ()),
         payload_names=_glob_regex(payload.get("names")),
+        excerpt_max_chars=_count("payload.excerpt_max_chars", payload.get("excerpt_max_chars", 0)),
         metadata_name_parts=frozenset(payload.get("metadata_name_parts") or ()),
         random_functions=frozenset(guards.get("random_functions") or ()),
         sample_names=_glob_regex([*(guards.get("name_globs") or ()), *(guards.get("opt_in_name_globs") or ())]),

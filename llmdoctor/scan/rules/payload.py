@@ -36,6 +36,7 @@ class Source:
 
     what: str
     stream: bool = False  # a stream object: its repr is not the text, iterating it yields payload chunks
+    maybe_stream: bool = False  # stream=True may arrive through **kwargs: a stream unless read as a message
     node: cst.BaseExpression | None = field(default=None, compare=False)  # the logged expression carrying it
 
 
@@ -110,17 +111,18 @@ def generation_method(knowledge: SdkKnowledge, callee: str | None, node: cst.Cal
     return method if method is not None and method.generates else None
 
 
-def returns_stream(node: cst.Call, method: Method) -> bool:
-    """The result may be a stream object (its repr is not the text): streaming method, stream=<not False>,
-    or **kwargs that may carry stream=True."""
+def returns_stream(node: cst.Call, method: Method) -> bool | None:
+    """Whether the result is a stream object (its repr is not the text): True for a streaming method or
+    stream=<not False>, None when only **kwargs may carry stream=True, False otherwise."""
     if method.kind == "streaming":
         return True
+    maybe = False
     for arg in node.args:
         if arg.star == "**":
-            return True
-        if arg.keyword is not None and arg.keyword.value == method.stream_kwarg:
+            maybe = True
+        elif arg.keyword is not None and arg.keyword.value == method.stream_kwarg:
             return not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
-    return False
+    return None if maybe else False
 
 
 def payload_arguments(node: cst.Call, method: Method, logging: LoggingKnowledge) -> list[tuple[str, cst.BaseExpression]]:
@@ -231,11 +233,28 @@ class PayloadEvaluator:
             return self._comprehension_value(expr.for_in, [expr.elt])
         if isinstance(expr, cst.DictComp):
             return self._comprehension_value(expr.for_in, [expr.value])
+        if isinstance(expr, cst.Subscript) and self._excerpt(expr):
+            return METADATA  # `question[:50]`: a short label for the line
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             return _at(self._chain(expr), expr)
         if isinstance(expr, cst.Call):
             return self._call(expr)
         return None
+
+    def _excerpt(self, expr: cst.Subscript) -> bool:
+        """`text[:N]` or `text[-N:]` with a literal N up to `excerpt_max_chars`: at most N characters."""
+        limit = self.logging.excerpt_max_chars
+        if limit <= 0 or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Slice):
+            return False
+        part = expr.slice[0].slice
+        if part.step is not None:
+            return False
+        if part.lower is None and isinstance(part.upper, cst.Integer):
+            return int(part.upper.value, 0) <= limit
+        if part.upper is None and isinstance(part.lower, cst.UnaryOperation) and isinstance(
+                part.lower.operator, cst.Minus) and isinstance(part.lower.expression, cst.Integer):
+            return int(part.lower.expression.value, 0) <= limit
+        return False
 
     def _payload_key(self, expr: cst.Dict) -> Value:
         """`{"model": m, "prompt": conv}`: a request body whose prompt is not a literal."""
@@ -320,7 +339,9 @@ class PayloadEvaluator:
         callee = self.context.callee_name(call)
         method = generation_method(self.sdk, callee, call)
         if method is not None:
-            return Source(f"the result of `{shown_call(call)}()`", stream=returns_stream(call, method))
+            stream = returns_stream(call, method)
+            return Source(f"the result of `{shown_call(call)}()`", stream=stream is not False,
+                          maybe_stream=stream is None)
         args = [arg.value for arg in call.args if not arg.star]
         if callee is not None:
             last = callee.rsplit(".", 1)[-1]
@@ -344,6 +365,10 @@ class PayloadEvaluator:
                     if isinstance(owner, Source) and key in logging.payload_attributes:
                         return Source(owner.what)
                     return self._named(key) if owner is None else None
+            if method_name in logging.stream_final_methods:
+                owner = self.evaluate(func.value)  # `stream.get_final_message()`: the whole completion
+                if isinstance(owner, Source):
+                    return Source(owner.what)
             if method_name in logging.preserving_methods:
                 owner = self.evaluate(func.value)
                 if isinstance(owner, Source) and not owner.stream:
