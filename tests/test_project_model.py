@@ -46,6 +46,7 @@ FAMILIES = {
     "mcp_fastmcp.py": (("mcp",), "serving"),
     "mcp_lowlevel.py": (("mcp",), "serving"),
     "websockets_server.py": (("websockets",), "serving"),
+    "asyncio_streams_server.py": (("asyncio",), "serving"),
     "socketio_server.py": (("socketio",), "serving"),
     "streamlit_app.py": (("streamlit",), "serving"),
     "slack_bolt_app.py": (("slack/discord",), "serving"),
