@@ -3,8 +3,8 @@
 What linking produces for one module (`ProjectModel._link`, one module at a time) is its *link products*:
 for each of its functions the edges to what its calls reach (callee, kind, which call), whether it is cached,
 which blocking library call it makes itself; and, in order, its effects on the program (entry points,
-run-once functions, start-up hooks, spawned coroutines). They depend on the module's own index and on what other modules
-*declare* - their interface: names bound at module level, the functions (key, owner, parent, what they
+run-once functions, start-up hooks, spawned coroutines). They depend on the module's own index and on what
+other modules *declare* - their interface: names bound at module level, the functions (key, owner, parent, what they
 return, switches, the containers a registering decorator fills...) and classes (bases, attributes, methods,
 decorators) - never on other modules' call lists, lines or function decorators. So when the changed modules' interfaces are unchanged (an edit inside function bodies, the
 common pre-commit case), every other module's products are those of the last run, and only the changed
