@@ -907,6 +907,14 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     (("entrypoints:\n  run_once:\n    registrations:\n      - {calls: [mylib.submit], argument: 0, in_caller: true,"
      " loop: {argument: one, keyword: loop, private: [mylib.new_loop]}}\n"),
      "key 'entrypoints.run_once.registrations[0].loop': 'argument' must be a position"),
+    ("entrypoints:\n  run_once:\n    registrations:\n      - {calls: [mylib.submit], argument: 0, loop: [1]}\n",
+     "key 'entrypoints.run_once.registrations[0].loop': must be a mapping"),
+    (("entrypoints:\n  run_once:\n    registrations:\n      - {calls: [mylib.submit], argument: 0,"
+      " loop: {argument: 1, keyword: 3, private: [mylib.new_loop]}}\n"),
+     "key 'entrypoints.run_once.registrations[0].loop': 'keyword' must be a keyword argument name"),
+    (("entrypoints:\n  request:\n    - framework: mine\n      decorators:\n"
+      "        - {names: [mylib.route], serving_loop: true}\n"),
+     "unknown key 'serving_loop'"),
     ("entrypoints:\n  offline:\n    example_paths: [3]\n", "key 'entrypoints.offline.example_paths': must be a list"),
     ("entrypoints:\n  run_once:\n    concurrency: [mylib.serve]\n", "unknown key 'concurrency'"),
     ("entrypoints:\n  library_api:\n    names: [chat]\n", "unknown key 'names'"),

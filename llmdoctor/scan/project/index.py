@@ -479,10 +479,7 @@ class _Reader:
             return None
         dependency = default.args[0] if default.args else next(
             (k.value for k in default.keywords if k.arg == "dependency"), None)
-        if type(dependency) not in (ast.Name, ast.Attribute):
-            return None
-        base = self.ref(dependency)
-        return None if base is None or base.startswith("B:") or base.endswith(":") else base + "()"
+        return self._instance_of(dependency)
 
     def annotation_ref(self, annotation: ast.expr | None) -> str | None:
         """An annotated name holds an instance of its (project or library) type: `c: httpx.Client`."""
@@ -500,9 +497,14 @@ class _Reader:
             if len(sides) != 1:
                 return None
             annotation = sides[0]
-        if type(annotation) not in (ast.Name, ast.Attribute):
+        return self._instance_of(annotation)
+
+    def _instance_of(self, node: ast.expr | None) -> str | None:
+        """What calling a named project or library callable gives (`DatabaseManager` -> its instance, `get_db`
+        -> its result); None for a builtin or anything but a name."""
+        if type(node) not in (ast.Name, ast.Attribute):
             return None
-        base = self.ref(annotation)
+        base = self.ref(node)
         if base is None or base.startswith("B:") or base.endswith(":"):
             return None
         return base + "()"

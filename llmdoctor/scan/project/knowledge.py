@@ -186,7 +186,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
             hook = isinstance(entry, dict) and entry.get("serving_loop", False)
             if not isinstance(hook, bool):
                 raise UserError(f"{where}.run_once.decorators': 'serving_loop' must be true or false")
-            for name in _decorator_names(entry, f"{where}.run_once.decorators'"):
+            for name in _decorator_names(entry, f"{where}.run_once.decorators'", hooks=True):
                 knowledge.once_decorators.add(name)
                 if hook:
                     knowledge.hook_decorators.add(name)
@@ -262,9 +262,10 @@ def _family(knowledge: EntryKnowledge, family, where: str) -> None:
         knowledge.module_code.append((prefix, framework, kind))
 
 
-def _decorator_names(entry, where: str) -> list[str]:
+def _decorator_names(entry, where: str, hooks: bool = False) -> list[str]:
+    """`hooks`: a run-once entry, which may say its functions are a server's start-up hooks (`serving_loop`)."""
     if isinstance(entry, dict):
-        _keys(entry, {"types", "methods", "names", "serving_loop"}, where)
+        _keys(entry, {"types", "methods", "names", *(("serving_loop",) if hooks else ())}, where)
         names = _strings(entry.get("names"), where)
         types = _strings(entry.get("types"), where)
         methods = _strings(entry.get("methods"), where)
@@ -285,8 +286,8 @@ def _registration(entry, where: str, framework: str, kind: str) -> Registration:
     argument = entry.get("argument")
     keyword = entry.get("keyword")
     keywords = [keyword] if isinstance(keyword, str) else keyword
-    if argument is not None and (not isinstance(argument, int) or isinstance(argument, bool) or not 0 <= argument < 64):
-        raise UserError(f"{where}: 'argument' must be a position from 0 to 63")
+    if argument is not None:
+        _position(argument, where)
     if keywords is not None and not (isinstance(keywords, list) and keywords
                                      and all(isinstance(k, str) and k.isidentifier() for k in keywords)):
         raise UserError(f"{where}: 'keyword' must be a keyword argument name (or a list of them)")
@@ -308,15 +309,19 @@ def _loop(data, where: str) -> tuple[int, str, Patterns] | None:
     if data is None:
         return None
     _keys(data, {"argument", "keyword", "private"}, where)
-    argument, keyword = data.get("argument"), data.get("keyword")
-    if not isinstance(argument, int) or isinstance(argument, bool) or not 0 <= argument < 64:
-        raise UserError(f"{where}: 'argument' must be a position from 0 to 63")
+    argument, keyword = _position(data.get("argument"), where), data.get("keyword")
     if not isinstance(keyword, str) or not keyword.isidentifier():
         raise UserError(f"{where}: 'keyword' must be a keyword argument name")
     private = Patterns(_strings(data.get("private"), where))
     if not private:
         raise UserError(f"{where}: needs 'private', the calls that make a loop of its own")
     return argument, keyword, private
+
+
+def _position(argument, where: str) -> int:
+    if not isinstance(argument, int) or isinstance(argument, bool) or not 0 <= argument < 64:
+        raise UserError(f"{where}: 'argument' must be a position from 0 to 63")
+    return argument
 
 
 def _keys(data, allowed: set[str], where: str) -> None:
