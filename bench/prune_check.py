@@ -1,4 +1,5 @@
-"""Check on real code that leaving bodies out of the parse (llmdoctor/scan/regions.py) changes no finding.
+"""Check on real code that leaving bodies out of the parse (llmdoctor/scan/regions.py), or the whole file when
+nothing is left where a rule could report, changes no finding.
 
     python bench/prune_check.py DIR [DIR ...] [--jobs 2]
 
@@ -30,17 +31,17 @@ _parsed_chars = [0]
 
 
 def _counting_prune(source, facts, active, catalog):
-    text = _original_prune(source, facts, active, catalog)
-    _parsed_chars[0] += len(text)
-    return text
+    text, may_report = _original_prune(source, facts, active, catalog)
+    _parsed_chars[0] += len(text) if may_report else 0
+    return text, may_report
 
 
-_original_prune = engine.pruned_source
+_original_prune = engine.pruned
 
 
 def _no_prune(source, facts, active, catalog):
     _parsed_chars[0] += len(source)
-    return source
+    return source, True
 
 
 def _key(result):
@@ -52,7 +53,7 @@ def check(path: str) -> tuple[str, bool, int, int, float, float]:
     data = Path(path).read_bytes()
     out = []
     for prune in (_counting_prune, _no_prune):
-        engine.pruned_source = prune
+        engine.pruned = prune
         _parsed_chars[0] = 0
         started = time.process_time()
         result = engine.analyze_source(path, data, CATALOG, CONFIG)

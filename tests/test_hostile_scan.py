@@ -370,7 +370,7 @@ def test_a_long_one_line_module_statement_no_rule_needs_is_left_out_of_the_parse
     source = HIT + "\nDATA = [" + ", ".join(str(i) for i in range(5000)) + "]\nLATER = 1\n"
     catalog = load_catalog()
     classes = rule_classes()
-    active = [(classes[r], spec) for r, spec in sorted(catalog.rules.items()) if r in classes]
+    active = [spec for r, spec in sorted(catalog.rules.items()) if r in classes]
     pruned = pruned_source(source, read_code(source), active, catalog)
     assert pruned.splitlines()[5] == '""' and pruned.splitlines()[6] == "LATER = 1"
     assert len(pruned.splitlines()) == len(source.splitlines())
@@ -402,7 +402,7 @@ def test_many_small_functions_no_rule_needs_cost_libcst_one_string(monkeypatch):
     source = "\n".join(parts)
     catalog = load_catalog()
     classes = rule_classes()
-    active = [(classes[r], spec) for r, spec in sorted(catalog.rules.items()) if r in classes]
+    active = [spec for r, spec in sorted(catalog.rules.items()) if r in classes]
     pruned = pruned_source(source, read_code(source), active, catalog)
     assert len(pruned.splitlines()) == len(source.splitlines())
     assert pruned.count("def f_") == 5 and "class C_" not in pruned and "@functools" not in pruned
@@ -411,7 +411,7 @@ def test_many_small_functions_no_rule_needs_cost_libcst_one_string(monkeypatch):
 
     def scan(pruning: bool) -> tuple[list, list]:
         if not pruning:
-            monkeypatch.setattr(engine, "pruned_source", lambda text, facts, rules, catalog: text)
+            monkeypatch.setattr(engine, "pruned", lambda text, facts, rules, catalog: (text, True))
         result = engine.analyze_source("app.py", source.encode(), catalog, ScanConfig())
         return ([(f.rule, f.line, f.column, f.end_line, f.end_column, f.message, f.extra) for f in result.findings],
                 result.errors)

@@ -22,14 +22,9 @@ from llmdoctor.scan.settings import ScanConfig
 CATALOG = load_catalog()
 
 
-def active(*codes: str):
-    classes = rule_classes()
-    return [(classes[code], CATALOG.rules[code]) for code in codes]
-
-
 def prune(source: str, *codes: str) -> str:
     facts = read_code(source)
-    return pruned_source(source, facts, active(*codes), CATALOG)
+    return pruned_source(source, facts, [CATALOG.rules[code] for code in codes], CATALOG)
 
 
 def lines(text: str) -> list[str]:
@@ -149,7 +144,7 @@ def test_a_body_continuing_the_line_above_stays() -> None:
 def findings(source: str, *codes: str, pruning: bool = True, monkeypatch=None, every_context: bool = True):
     """`every_context`: the rules' own decisions (pruning must not move them), wherever the code runs."""
     if not pruning:
-        monkeypatch.setattr(engine, "pruned_source", lambda text, facts, rules, catalog: text)
+        monkeypatch.setattr(engine, "pruned", lambda text, facts, rules, catalog: (text, True))
     config = ScanConfig(select=codes, every_context=every_context)
     result = analyze_source("app.py", textwrap.dedent(source).encode(), CATALOG, config)
     assert result.errors == []
@@ -271,7 +266,7 @@ def test_the_keys_of_a_name_defined_twice(monkeypatch) -> None:
 
     def keys(pruning: bool) -> list:
         if not pruning:
-            monkeypatch.setattr(engine, "pruned_source", lambda text, facts, rules, catalog: text)
+            monkeypatch.setattr(engine, "pruned", lambda text, facts, rules, catalog: (text, True))
         result = engine.analyze_module("app.py", source.encode(), CATALOG, ScanConfig(select=("LLM006",)))
         return [(f.line, f.extra[engine.FUNCTION_KEY]) for f in result.findings]
 
@@ -394,3 +389,47 @@ def test_every_kept_line_is_unchanged_and_the_text_still_parses(path: Path) -> N
         assert new == old or new.strip() in ("", '"""')
     ast.parse(pruned)
     assert cst.parse_module(pruned).code == pruned
+
+
+# ------------------------------------------------------------------ nothing left to report: no libcst parse
+
+TYPES_ONLY = """\
+from dataclasses import field
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    import httpx
+    from openai import OpenAI
+
+    ProviderClient: TypeAlias = (OpenAI | httpx.Client)
+
+OWNED = frozenset({"client", "model"})
+
+
+class Params:
+    client: "ProviderClient | None" = None
+    model: str = "chat.completions"
+    tags: list = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.model}"
+"""
+
+
+def test_a_file_where_no_rule_can_report_is_not_parsed(monkeypatch) -> None:
+    """The names pass the file's pre-filters (a client type, a generation word), but every unit is left out and
+    what stays (imports, a `TYPE_CHECKING` block, a constant) passes no rule's body test: libcst is not asked."""
+    assert prune(TYPES_ONLY, "LLM001", "LLM003") != TYPES_ONLY
+    result = analyze_source("params.py", TYPES_ONLY.encode(), CATALOG, ScanConfig())
+    assert result.errors == [] and result.findings == []
+    assert result.prefiltered and not result.parsed
+    monkeypatch.setattr(engine, "pruned", lambda text, facts, rules, catalog: (text, True))
+    assert analyze_source("params.py", TYPES_ONLY.encode(), CATALOG, ScanConfig()).parsed  # it does pass them
+
+
+def test_a_call_left_at_module_level_is_still_parsed_and_reported() -> None:
+    source = TYPES_ONLY + "\nif True:\n    import requests\n    requests.get('http://x')\n"
+    result = analyze_source("params.py", source.encode(), CATALOG, ScanConfig(select=("LLM006",),
+                                                                            every_context=True))
+    line = source.splitlines().index("    requests.get('http://x')") + 1
+    assert result.parsed and [(f.rule, f.line) for f in result.findings] == [("LLM006", line)]

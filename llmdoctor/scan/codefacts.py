@@ -117,12 +117,17 @@ class Unit(Facts):
 @dataclass
 class CodeFacts:
     units: list[Unit]  # module-level units; class units hold theirs in `children`
-    words: set[str]  # outside every unit
+    outside: Facts  # the module-level code outside every unit (imports, short statements, `if`/`try` blocks)
     extras: list[str]  # chains, `async def`, `<kwarg>=None`
     bound_by: dict[str, set[str]]  # module-level name -> words of the statements (or headers) binding it
     module_imports: list[tuple[str, str]]  # (local name, qualified name) of module-level imports, in order
     assigned: set[str]  # names bound by module-level statements other than imports (and defs, classes)
     tree: ast.Module | None = None  # CPython's tree of the file (parseguard.py measures its nesting)
+
+    @property
+    def words(self) -> set[str]:
+        """The words outside every unit."""
+        return self.outside.words
 
     def code_text(self) -> str:
         words = set(self.words)
@@ -167,7 +172,7 @@ def read_code(source: str, tree: ast.Module | None = None) -> CodeFacts | None:
             return None
     reader = _Reader()
     reader.statements(tree.body, None, reader.outside, module_level=True, top=True)
-    facts = CodeFacts(units=reader.units, words=reader.outside.words, extras=reader.extras,
+    facts = CodeFacts(units=reader.units, outside=reader.outside, extras=reader.extras,
                       bound_by=reader.bound_by, module_imports=reader.module_imports, assigned=reader.assigned,
                       tree=tree)
     return facts

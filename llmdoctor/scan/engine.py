@@ -22,7 +22,7 @@ from llmdoctor.scan.codefacts import parse_python, read_code
 from llmdoctor.scan.decoding import SourceError, decode_source
 from llmdoctor.scan.parseguard import refusal
 from llmdoctor.scan.prefilter import gate, python_parse_problem
-from llmdoctor.scan.regions import pruned_source
+from llmdoctor.scan.regions import pruned
 from llmdoctor.scan.settings import ScanConfig
 from llmdoctor.scan.suppressions import ALL, file_ignores, parse_suppressions
 
@@ -183,11 +183,14 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
 
     if facts is None and isolate is not None:
         return isolate()
+    parsed, may_report = (source, True) if facts is None else pruned(source, facts, active, catalog)
+    if not may_report:
+        result.prefiltered = True
+        return result
     from llmdoctor.scan.rules import rule_classes
 
     classes = rule_classes()
     active = [(classes[spec.id], spec) for spec in active]
-    parsed = source if facts is None else pruned_source(source, facts, active, catalog)
     refused = refusal(facts.tree, source, parsed) if facts is not None and facts.tree is not None else None
     if refused is not None:  # valid Python that would crash libcst's parser or take it minutes
         result.errors.append(InputError(path, refused.reason, refused.line))

@@ -21,6 +21,9 @@ chains, their roots resolved the way the semantic model resolves them). Dependen
 - an assignment to `self.<attr>` types that attribute for every later method of the class (semantic.py): a
   method that sets an attribute a needed sibling reads is needed;
 - a module-level statement that binds a name the kept code uses is needed.
+When every unit is left out and the module-level code outside them (imports, constants, a `TYPE_CHECKING`
+block) passes no rule's body test either, nothing is left to report and libcst is not asked at all (a
+pre-commit run on such files does not even import it).
 Who calls whom (the project model's call graph) is read from CPython's ast of the whole file, never from
 the pruned text.
 Rules declare their other cross-unit state in their `region:` (LLM005: SDK imports inside functions;
@@ -124,14 +127,25 @@ class _Module:
 
 
 def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
-    """`source` with the units no active rule needs replaced by a string literal over the same lines: a run
+    """`source` with the units no active rule (`active`: their specs) needs replaced by a string literal over the same lines: a run
     of sibling defs and classes whose headers nothing needs as one literal (`_headerless`), the other units'
     bodies one literal each."""
+    return pruned(source, facts, active, catalog)[0]
+
+
+def pruned(source: str, facts: CodeFacts, active, catalog) -> tuple[str, bool]:
+    """(`pruned_source`, whether a rule may report in it). Nothing to report: every unit is left out and no
+    rule's body test passes on the module-level code outside the units (imports, constants, a
+    `TYPE_CHECKING` block): the file then needs no libcst parse."""
     if not facts.units or _LONE_CR.search(source):
-        return source  # a lone CR: line numbering that is not worth second-guessing
-    drop, used = _dropped_units(facts, active, catalog)
+        return source, True  # a lone CR: line numbering that is not worth second-guessing
+    context = _Context(facts)
+    drop, used = _dropped_units(facts, active, catalog, context)
     if not drop:
-        return source
+        return source, True
+    dropped = {id(unit) for unit in drop}
+    may_report = any(id(unit) not in dropped for unit in facts.units) or any(
+        gate(spec, catalog).region(context.region_of(facts.outside)) for spec in active)
     parts = _LINE_BREAK.split(source)  # text, break, text, break, ..., text
     spans: list[tuple[int, int, str]] = []
     whole = _headerless(drop, facts, used)
@@ -154,7 +168,7 @@ def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
         for line in range(start + 1, end):
             parts[2 * (line - 1)] = ""
         parts[2 * (end - 1)] = '"""'
-    return "".join(parts) if spans else source
+    return ("".join(parts) if spans else source), may_report
 
 
 def _body_lines(unit: Unit, parts: list[str]) -> tuple[int, int, str] | None:
@@ -241,13 +255,12 @@ def _run_lines(run: list[Unit], parts: list[str]) -> tuple[int, int, str] | None
     return start, end, indent
 
 
-def _dropped_units(facts: CodeFacts, active, catalog) -> tuple[list[Unit], set[str]]:
+def _dropped_units(facts: CodeFacts, active, catalog, context: _Context) -> tuple[list[Unit], set[str]]:
     """The units to leave out (not needed, and at module level or in a kept class) and the words of the code
     kept.
 
     A unit is needed when a rule may report in it (its `Gate.region`), when it sets an attribute that such
     a method of its class reads, or (a module-level statement) when it binds a name the kept code uses."""
-    context = _Context(facts)
     used = set(facts.words)  # words of the module-level code that is always kept, and of the kept units
     read_attrs: dict[int, set[str]] = {}  # id(class unit) -> words of its methods needed for their meaning
     meaning: set[int] = set()
@@ -283,7 +296,7 @@ def _needed_for_meaning(unit: Unit, context: _Context, active, catalog, read_att
     if relevant is None:
         region = context.region(unit)
         relevant = context.relevant[id(unit)] = any(
-            gate(spec, catalog).region(region) for _, spec in active)
+            gate(spec, catalog).region(region) for spec in active)
     return relevant
 
 
@@ -315,8 +328,12 @@ class _Context:
         return found
 
     def region(self, unit: Unit) -> Region:
-        every = self._aggregate(unit)
         sites = self._sites(unit.parent) if unit.parent is not None and not unit.is_class else {}
+        return self.region_of(self._aggregate(unit), sites)
+
+    def region_of(self, every: Facts, sites: dict[str, set[str]] | None = None) -> Region:
+        """The region of code whose facts are `every` (`sites`: what `self.<attr>` was bound to)."""
+        sites = sites or {}
         words = self._follow(every.words, sites)
         called = words if not every.called.isdisjoint(every.stored_names) else self._follow(every.called, {})
         return Region(words=words, called=called, calls=every.calls, stored=every.stored_names,
