@@ -1655,3 +1655,78 @@ def test_a_parameter_given_by_dependency_injection_has_the_dependency_s_type(tmp
     findings = [f for f in scan(root) if f.rule == "LLM004"]
     assert [(f.line, f.extra["via"][-1]["function"]) for f in findings] == [(27, "DatabaseManager.get"),
                                                                           (32, "DatabaseManager.get")]
+
+
+CONTROL_PLANE_APP = {
+    "app/__init__.py": "",
+    "app/store.py": """
+        import json, requests
+
+        def save_rule(data):
+            with open("rules.json", "w") as f:
+                json.dump(data, f)
+
+        def load_profile(uid):
+            with open(f"profiles/{uid}.json") as f:
+                return json.load(f)
+
+        def check_provider(url):
+            return requests.Session().get(url, timeout=5).status_code
+        """,
+    "app/admin.py": """
+        from fastapi import APIRouter
+        from app.store import check_provider, load_profile, save_rule
+        router = APIRouter()
+
+        @router.put("/rules")
+        async def update_rules(data: dict):
+            save_rule(data)
+
+        @router.post("/providers/test")
+        async def test_provider(url: str):
+            return check_provider(url)
+
+        @router.get("/profiles/{uid}")
+        async def show_profile(uid: str):
+            return load_profile(uid)
+        """,
+    "app/chat.py": """
+        from fastapi import APIRouter
+        from app.store import load_profile
+        router = APIRouter()
+
+        @router.post("/chat")
+        async def chat(uid: str, prompt: str):
+            return {"profile": load_profile(uid), "prompt": prompt}
+        """,
+}
+
+
+def test_entry_points_declared_control_plane(tmp_path):
+    """What only the admin routes reach is `control-plane` (not reported by LLM003/LLM004), the admin routes'
+    own call sites of a helper the chat route shares included; the chat route's call stays `serving`;
+    --every-context shows the rest with their contexts."""
+    root = write(tmp_path, CONTROL_PLANE_APP)
+    before = found(scan(root))
+    assert ("app/admin.py", 8, "LLM004") in before and ("app/store.py", 13, "LLM003") in before
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.llmdoctor]\ncontrol-plane = ['app/admin.py']\n")
+    report = run_scan(["."], ScanOptions(cwd=str(root)), analyze=ScanExecutor(jobs=1, use_cache=False))
+    assert found(report.findings) == [("app/chat.py", 8, "LLM004")]
+    assert report.findings[0].extra["context"] == "serving" and report.findings[0].extra["entry"]["function"] == "chat"
+    every = run_scan(["."], ScanOptions(cwd=str(root), every_context=True),
+                     analyze=ScanExecutor(jobs=1, use_cache=False)).findings
+    contexts = {(f.path, f.line, f.rule): f.extra["context"] for f in every}
+    assert contexts[("app/admin.py", 8, "LLM004")] == contexts[("app/admin.py", 16, "LLM004")] == "control-plane"
+    assert contexts[("app/store.py", 13, "LLM003")] == "control-plane"
+    assert next(f for f in every if f.line == 8 and f.path == "app/admin.py").extra["entry"]["function"] == \
+        "update_rules"
+
+
+def test_a_declared_function_glob_narrows_to_those_entry_points(cli, tmp_path):
+    root = write(tmp_path, CONTROL_PLANE_APP)
+    (root / ".llmdoctor.yaml").write_text("control-plane: ['app/admin.py::update_*', 'app/admin.py::test_*']\n")
+    result = cli("scan", "--no-cache", "--format", "json", ".", cwd=root)
+    findings = json.loads(result.stdout)["findings"]
+    assert [(f["path"], f["line"], f["rule"]) for f in findings] == [
+        ("app/admin.py", 16, "LLM004"), ("app/chat.py", 8, "LLM004")]  # show_profile is not declared
+    assert result.returncode == 1

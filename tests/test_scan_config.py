@@ -37,6 +37,7 @@ rules_dir = ["rules-extra"]
 severity = { LLM004 = "error" }
 max-file-size = 1000
 respect-gitignore = false
+control-plane = ["app/admin/*", "app/api.py::Settings.*"]
 """))
     assert config.select == ("LLM",) and config.ignore == ("LLM002",)
     assert config.exclude == ("migrations",)
@@ -44,6 +45,10 @@ respect-gitignore = false
     assert config.rules_dirs == (str(tmp_path / "rules-extra"),)
     assert config.severity == (("LLM004", "error"),)
     assert config.max_file_size == 1000 and config.respect_gitignore is False
+    assert config.control_plane == (("app/admin/*", ""), ("app/api.py", "Settings.*"))
+    assert config.declared_control_plane(str(tmp_path / "app" / "admin" / "users.py"), "create_user")
+    assert config.declared_control_plane(str(tmp_path / "app" / "api.py"), "Settings.update")
+    assert not config.declared_control_plane(str(tmp_path / "app" / "api.py"), "chat")
     assert config.root == str(tmp_path) and config.source == str(tmp_path / "pyproject.toml")
 
 
@@ -61,6 +66,9 @@ def test_empty_yaml_is_defaults(tmp_path):
     ("max-file-size: true\n", "key 'max-file-size'"),
     ("rules-dir: [nowhere]\n", "key 'rules-dir'"),
     ("colour: red\n", "key 'colour': unknown setting"),
+    ("control-plane: {admin: yes}\n", "key 'control-plane': must be a list of strings"),
+    ("control-plane: ['::reset']\n", "key 'control-plane': '::reset': expected a file glob"),
+    ("control-plane: ['app/api.py::']\n", "key 'control-plane': 'app/api.py::': expected a file glob"),
 ])
 def test_invalid_values_name_file_and_key(tmp_path, text, needle):
     path = write(tmp_path / ".llmdoctor.yaml", text)

@@ -13,9 +13,15 @@ one folder `.llmdoctor.yaml` is preferred over pyproject.toml (a pyproject.toml 
     max-file-size = 2000000                # bytes
     respect-gitignore = true
     every-context = false                  # true: report in every execution context (library authors)
+    control-plane = ["app/admin/*", "app/api.py::reset_*"]   # entry points that are not the data plane
     fix = true                             # `scan` applies the safe fixes (as --fix)
     unsafe-fixes = true                    # ... and the unsafe ones (as --unsafe-fixes)
     fix-timeout = 30                       # seconds: the value LLM006's fix writes (never guessed)
+
+`control-plane`: request entry points (routes, tools, handlers) that serve an admin console, provisioning or
+settings rather than the traffic the service exists for, as a file glob, optionally `::` and a glob of the
+function's qualified name (`Class.method`). What only they reach gets the context `control-plane`, which the
+rules' YAML `contexts:` mostly leave unreported; a helper reached from another entry point stays `serving`.
 
 Globs and folders are relative to the folder holding the config file. An invalid file exits 2 naming the
 file and the key.
@@ -34,7 +40,7 @@ from llmdoctor.scan.settings import DEFAULT_MAX_FILE_SIZE, MAX_FILE_SIZE_LIMIT, 
 
 MAX_CONFIG_BYTES = 10 * 2**20  # a pyproject.toml or .llmdoctor.yaml is a few KB
 KEYS = ("select", "ignore", "exclude", "per-file-ignores", "rules-dir", "severity", "max-file-size",
-        "respect-gitignore", "every-context", "fix", "unsafe-fixes", "fix-timeout")
+        "respect-gitignore", "every-context", "control-plane", "fix", "unsafe-fixes", "fix-timeout")
 
 
 def find_config(start: str | os.PathLike) -> Path | None:
@@ -171,6 +177,13 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         every_context = values["every-context"][0]
         if not isinstance(every_context, bool):
             raise fail("every-context", "must be true or false")
+    control_plane = []
+    for pattern in str_list("control-plane"):
+        glob, _, function = pattern.partition("::")
+        if not glob.strip() or (_ and not function.strip()):
+            raise fail("control-plane", f"{brief(pattern)}: expected a file glob, optionally followed by "
+                                        "'::' and a function name glob (e.g. 'app/admin/*' or 'app/api.py::reset_*')")
+        control_plane.append((glob.strip(), function.strip()))
     fix_timeout = None
     if "fix-timeout" in values:
         fix_timeout = values["fix-timeout"][0]
@@ -186,7 +199,7 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         root=str(base), select=rule_ids("select"), ignore=rule_ids("ignore"),
         per_file_ignores=tuple(per_file), severity=tuple(severity), exclude=str_list("exclude"),
         rules_dirs=rules_dirs, max_file_size=max_size, respect_gitignore=gitignore, every_context=every_context,
-        source=str(path), fix=fix, unsafe_fixes=unsafe_fixes, fix_timeout=fix_timeout,
+        control_plane=tuple(control_plane), source=str(path), fix=fix, unsafe_fixes=unsafe_fixes, fix_timeout=fix_timeout,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ class ScanConfig:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     respect_gitignore: bool = True
     every_context: bool = False  # report candidates in every execution context (ignore the rules' `contexts:`)
+    control_plane: tuple[tuple[str, str], ...] = ()  # (path glob, function glob or ""): entry points declared
+    # control plane (admin consoles, provisioning): what only they reach has its own context
     source: str | None = None  # the config file these settings came from, if any
     # what `scan` does with the findings, not what it finds: kept out of repr(), so out of the cache key
     fix: bool = field(default=False, repr=False)
@@ -51,6 +54,15 @@ class ScanConfig:
                 if any(rule_id.startswith(i) for i in ids) and matches_any([pattern], relative):
                     return False
         return True
+
+    def declared_control_plane(self, path: str, function: str) -> bool:
+        """Whether the entry point `function` (its qualified name in the module, `Class.method`) of the file
+        `path` is declared control plane (`control-plane = ["app/admin/*", "app/api.py::reset_*"]`)."""
+        if not self.control_plane:
+            return False
+        relative = self.relative(path)
+        return any(matches_any([glob], relative) and (not name or fnmatch.fnmatchcase(function, name))
+                   for glob, name in self.control_plane)
 
     def severity_for(self, rule_id: str, default: str) -> str:
         for rid, severity in self.severity:

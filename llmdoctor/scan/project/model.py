@@ -21,6 +21,7 @@ import fnmatch
 import os
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmdoctor.scan.project.index import (
@@ -50,7 +51,8 @@ WORKER_CONTEXT = "worker"
 RUN_ONCE = "run-once"
 OFFLINE = "offline"
 UNKNOWN = "unknown"
-CONTEXTS = (SERVING, WORKER_CONTEXT, RUN_ONCE, OFFLINE, UNKNOWN)
+CONTROL_PLANE = "control-plane"  # reached only from entry points the user declared control plane (config)
+CONTEXTS = (SERVING, WORKER_CONTEXT, CONTROL_PLANE, RUN_ONCE, OFFLINE, UNKNOWN)
 
 # edge kinds (how the caller reaches the callee)
 E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF, E_HANDED, E_RUN = range(8)
@@ -156,9 +158,11 @@ class Blocking:
 
 class ProjectModel:
     def __init__(self, layout: Layout, modules: dict[str, ModuleIndex], catalog, knowledge: EntryKnowledge,
-                 console_scripts: bool = True, display=None, replay=None) -> None:
+                 console_scripts: bool = True, display=None, replay=None,
+                 control_plane: Callable[[str, str], bool] | None = None) -> None:
         """`replay` (incremental.LinkReplay): what linking produced for the modules whose links cannot have
-        changed since the last run, taken as it was instead of resolved again (a warm pre-commit run)."""
+        changed since the last run, taken as it was instead of resolved again (a warm pre-commit run).
+        `control_plane(path, function)`: whether an entry point is declared control plane (config)."""
         from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
         self.layout = layout
@@ -203,6 +207,13 @@ class ProjectModel:
         self._link(console_scripts)
         self.once |= {node.id for node in self.nodes if node.cached}
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
+        self._data_plane, self._data_plane_parent = self._serving, self._serving_parent
+        self._declared: set[int] = set()  # entry points declared control plane
+        if control_plane is not None:
+            self._declared = {n for n in self.entries if control_plane(self.nodes[n].path, self.nodes[n].label)}
+            if self._declared:
+                self._data_plane, self._data_plane_parent = self._reach(
+                    [n for n in self.entries if n not in self._declared], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
         self._beside_requests: set[int] | None = None  # (_running_beside_requests)
@@ -239,11 +250,14 @@ class ProjectModel:
             return Context(OFFLINE)
         if node.cached:  # functools.cache & co.: the body runs once per distinct arguments
             return Context(RUN_ONCE)
-        if node_id in self._serving:
-            chain = self._chain(node_id, self._serving_parent)
+        if node_id in self._data_plane:
+            chain = self._chain(node_id, self._data_plane_parent)
             entry = self.entries[chain[0][0]]
             kind = SERVING if self._interactive(node_id) else WORKER_CONTEXT
             return Context(kind, entry, tuple(chain))
+        if node_id in self._serving:  # reached only from entry points declared control plane
+            chain = self._chain(node_id, self._serving_parent)
+            return Context(CONTROL_PLANE, self.entries[chain[0][0]], tuple(chain))
         if self._is_test_function(node):
             return Context(OFFLINE)
         if node_id in self._once:
@@ -1093,7 +1107,7 @@ class ProjectModel:
 
     def _interactive(self, node_id: int) -> bool:
         """Reached from an interactive entry point (someone waits), not only from queued jobs."""
-        interactive = [n for n, e in self.entries.items() if e.kind == INTERACTIVE]
+        interactive = [n for n, e in self.entries.items() if e.kind == INTERACTIVE and n not in self._declared]
         memo = getattr(self, "_interactive_set", None)
         if memo is None:
             memo = self._interactive_set = self._reach(interactive, through_cached=False)[0]
