@@ -821,22 +821,65 @@ def test_a_context_verdict_may_name_several_flags_and_a_bad_one_names_the_file(t
 def test_llm001_a_stream_false_chosen_against_a_stream_flag_is_not_a_finding(tmp_path):
     root = write(tmp_path, {"app.py": """
         from fastapi import FastAPI
+        from fastapi.responses import StreamingResponse
         from openai import OpenAI
         app = FastAPI()
         client = OpenAI()
+
+        def deltas(stream):
+            for chunk in stream:
+                yield chunk.choices[0].delta.content or ""
 
         @app.post("/chat")
         def chat(q: str, stream: bool = False):
             messages = [{"role": "user", "content": q}]
             if stream:
-                return client.chat.completions.create(model="m", messages=messages, stream=True)
+                return StreamingResponse(deltas(client.chat.completions.create(model="m", messages=messages,
+                                                                               stream=True)))
             return client.chat.completions.create(model="m", messages=messages, stream=False)
 
         @app.post("/answer")
         def answer(q: str):
-            return client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
+            def once():
+                yield client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}]).id
+            return StreamingResponse(once())
         """})
-    assert found(scan(root), "LLM001") == [("app.py", 16, "LLM001")]
+    assert found(scan(root), "LLM001") == [("app.py", 23, "LLM001")]
+
+
+def test_llm001_only_where_the_request_path_streams(tmp_path):
+    """A route answering one JSON body cannot show a token sooner: not reported; the same call under a route
+    that streams (SSE), a websocket or a UI callback is."""
+    root = write(tmp_path, {"app.py": """
+        from fastapi import FastAPI, WebSocket
+        from openai import OpenAI
+        from sse_starlette.sse import EventSourceResponse
+        app = FastAPI()
+        client = OpenAI()
+
+        def complete(q):
+            return client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
+
+        @app.post("/json")
+        def as_json(q: str):
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
+            return {"answer": reply.choices[0].message.content}
+
+        @app.get("/events")
+        def as_events(q: str):
+            def events():
+                yield complete(q).choices[0].message.content
+            return EventSourceResponse(events())
+
+        @app.websocket("/ws")
+        async def chat(ws: WebSocket):
+            q = await ws.receive_text()
+            await ws.send_text(client.chat.completions.create(model="m", messages=[]).id)
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM001"]
+    assert [(f.line, f.extra["entry"]["function"]) for f in findings] == [(9, "as_events"), (25, "chat")]
+    every = {f.line: f.extra["context"] for f in scan(root, every_context=True) if f.rule == "LLM001"}
+    assert every == {9: "serving", 13: "serving", 25: "serving"}  # the JSON route serves, but does not stream
 
 
 def test_llm005_payloads_collected_with_append_and_modules_calling_a_model_over_http(tmp_path):
@@ -915,6 +958,8 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     (("entrypoints:\n  request:\n    - framework: mine\n      decorators:\n"
       "        - {names: [mylib.route], serving_loop: true}\n"),
      "unknown key 'serving_loop'"),
+    ("entrypoints:\n  request:\n    - framework: mine\n      streams: maybe\n",
+     "key 'entrypoints.request[0].streams': must be true or false"),
     ("entrypoints:\n  offline:\n    example_paths: [3]\n", "key 'entrypoints.offline.example_paths': must be a list"),
     ("entrypoints:\n  run_once:\n    concurrency: [mylib.serve]\n", "unknown key 'concurrency'"),
     ("entrypoints:\n  library_api:\n    names: [chat]\n", "unknown key 'names'"),

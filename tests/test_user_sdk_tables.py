@@ -58,7 +58,7 @@ def test_inhouse_fixture_through_the_installed_command(cli, tmp_path):
     shutil.copytree(INHOUSE, tmp_path / "inhouse")
     project = tmp_path / "inhouse"
     expected = marked(project / "app.py", "app.py")
-    assert ("app.py", 17, "LLM001") in expected and ("app.py", 17, "LLM004") in expected
+    assert ("app.py", 18, "LLM001") in expected and ("app.py", 18, "LLM004") in expected
     assert scan_json(cli, project, "--rules-dir", "rules", "app.py") == (1, expected)
     assert scan_json(cli, project, "app.py") == (0, [])  # without the table nothing is known
 
@@ -69,6 +69,7 @@ def test_the_documented_wrapper_table_reports_what_the_doc_promises(cli, tmp_pat
         import logging
         from fastapi import FastAPI
         from mycorp.llm import AsyncClient, Client
+        from sse_starlette.sse import EventSourceResponse
 
         logger = logging.getLogger(__name__)
         app = FastAPI()
@@ -78,7 +79,7 @@ def test_the_documented_wrapper_table_reports_what_the_doc_promises(cli, tmp_pat
 
         @app.post("/ask")
         def handler(q):
-            return client.ask(q)
+            return EventSourceResponse(iter([client.ask(q)]))
 
 
         @app.post("/fresh")
@@ -98,9 +99,8 @@ def test_the_documented_wrapper_table_reports_what_the_doc_promises(cli, tmp_pat
             logger.info(client.ask(q))
         """)
     code, found = scan_json(cli, tmp_path, "--rules-dir", "corp-rules", "service.py")
-    promised = {("service.py", 13, "LLM001"), ("service.py", 18, "LLM003"), ("service.py", 24, "LLM001"),
-                ("service.py", 24, "LLM004"), ("service.py", 25, "LLM004"), ("service.py", 30, "LLM001"),
-                ("service.py", 30, "LLM005")}
+    promised = {("service.py", 14, "LLM001"), ("service.py", 19, "LLM003"),  # LLM001: only where it streams
+                ("service.py", 25, "LLM004"), ("service.py", 26, "LLM004"), ("service.py", 31, "LLM005")}
     assert code == 1
     assert set(found) == {f for f in promised if f[2] in IMPLEMENTED}
     fix = cli("scan", "--no-cache", "--select", "LLM004", "--rules-dir", "corp-rules", "service.py",

@@ -15,7 +15,8 @@ KNOWLEDGE_STEM = "entrypoints"
 INTERACTIVE = "interactive"
 WORKER = "worker"
 ENTRY_KINDS = (INTERACTIVE, WORKER)
-FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code"}
+FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code",
+               "streams"}
 RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "spawn", "bases",
                  "calls_now"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
@@ -110,6 +111,7 @@ class EntryKnowledge:
     test_classes: tuple[str, ...] = ()
     example_paths: tuple[str, ...] = ()  # examples, benchmarks: offline unless an entry point reaches them
     api_name_globs: Patterns = field(default_factory=Patterns)  # a model API operation (`chat_completion`)
+    streaming_frameworks: set[str] = field(default_factory=set)  # entry points whose channel carries tokens
 
     def request_decorator(self, qualified: str | None) -> tuple[str, str] | None:
         """(framework, kind) when a decorator with this qualified callee makes a request entry point."""
@@ -239,6 +241,11 @@ def _family(knowledge: EntryKnowledge, family, where: str) -> None:
         raise UserError(f"{where}.framework': missing or not a string")
     if kind not in ENTRY_KINDS:
         raise UserError(f"{where}.kind': must be one of {', '.join(ENTRY_KINDS)} (got {kind!r})")
+    streams = family.get("streams", False)
+    if not isinstance(streams, bool):
+        raise UserError(f"{where}.streams': must be true or false")
+    if streams:
+        knowledge.streaming_frameworks.add(framework)
     names = Patterns()
     for entry in _list(family.get("decorators"), f"{where}.decorators'"):
         for name in _decorator_names(entry, f"{where}.decorators'"):

@@ -116,10 +116,12 @@ class Context:
     chain: tuple[tuple[int, Call | None], ...] = ()  # (node, call site leading on), from the entry on
     concurrent: bool = False  # run-once code on an event loop that runs other tasks too
     api: bool = False  # unknown code reached from a method named like a model API operation (`chat_completion`)
+    streams: bool = False  # serving code on a request path whose channel carries tokens as they come
 
     def has(self, flag: str) -> bool:
         """A flag a rule's `contexts:` verdict may name (`"if repeats or api"`) that the context decides."""
-        return (flag == "concurrent" and self.concurrent) or (flag == "api" and self.api)
+        return (flag == "concurrent" and self.concurrent) or (flag == "api" and self.api) or (
+            flag == "streams" and self.streams)
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,7 @@ class ProjectModel:
         self.offload_table = catalog.table("offload_calls")
         self.setup_functions = catalog.table("setup_functions")
         self.cache_decorators = catalog.table("cache_decorators")
+        self.streaming_table = catalog.table("streaming_responses")
         self.nodes: list[Node] = []
         self.by_key: dict[tuple[str, str], int] = {}
         self.classes: dict[tuple[str, str], ClassInfo] = {}
@@ -222,6 +225,7 @@ class ProjectModel:
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
         self._callers: dict[int, list[tuple[int, Call | None]]] | None = None  # callee -> (edge kind, call site)
         self._guards: dict[int, tuple[str, ...]] = {}
+        self._streaming: tuple[set[int], dict] | None = None  # (_streaming_paths)
 
     # ------------------------------------------------------------------ questions
 
@@ -253,8 +257,14 @@ class ProjectModel:
         if node_id in self._data_plane:
             chain = self._chain(node_id, self._data_plane_parent)
             entry = self.entries[chain[0][0]]
-            kind = SERVING if self._interactive(node_id) else WORKER_CONTEXT
-            return Context(kind, entry, tuple(chain))
+            if not self._interactive(node_id):
+                return Context(WORKER_CONTEXT, entry, tuple(chain))
+            if self._streaming is None:
+                self._streaming = self._streaming_paths()
+            if node_id in self._streaming[0]:  # the chain from an entry point whose channel streams
+                chain = self._chain(node_id, self._streaming[1])
+                return Context(SERVING, self.entries[chain[0][0]], tuple(chain), streams=True)
+            return Context(SERVING, entry, tuple(chain))
         if node_id in self._serving:  # reached only from entry points declared control plane
             chain = self._chain(node_id, self._serving_parent)
             return Context(CONTROL_PLANE, self.entries[chain[0][0]], tuple(chain))
@@ -1112,6 +1122,46 @@ class ProjectModel:
         if memo is None:
             memo = self._interactive_set = self._reach(interactive, through_cached=False)[0]
         return node_id in memo
+
+    def _streaming_paths(self) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
+        """What the request entry points whose channel to the reader carries tokens as they come reach (with
+        the shortest chains): a UI callback, a websocket, a chat bot (entrypoints.yaml `streams`), or a route
+        whose request path builds a streaming response (rules/llm001.yaml `streaming_responses`: an SSE or
+        `StreamingResponse`, `Response(generator())`, a websocket send). A route that answers with one JSON
+        body cannot show a token sooner without a new API."""
+        table = self.streaming_table
+        builders: set[int] = set()
+        if table.entries:
+            for node in self.nodes:
+                if any(self._builds_stream(node.id, call, table) for call in node.function.calls):
+                    builders.add(node.id)
+        callers: dict[int, set[int]] = {}
+        if builders:
+            for node in self.nodes:
+                for callee, _, _ in node.edges:
+                    callers.setdefault(callee, set()).add(node.id)
+        reaching, queue = set(builders), deque(builders)
+        while queue:
+            for caller in callers.get(queue.popleft(), ()):
+                if caller not in reaching:
+                    reaching.add(caller)
+                    queue.append(caller)
+        frameworks = self.knowledge.streaming_frameworks
+        seeds = [n for n, entry in self.entries.items() if n not in self._declared and entry.kind == INTERACTIVE
+                 and (entry.framework in frameworks or entry.route.startswith("WEBSOCKET ") or n in reaching)]
+        return self._reach(seeds, through_cached=False)
+
+    def _builds_stream(self, node_id: int, call: Call, table) -> bool:
+        entry = table.match(self.qualified(node_id, call.ref))
+        if entry is None:
+            return False
+        if not entry.get("generator_argument"):
+            return True
+        for _, ref in call.args:  # `Response(generate())`: streamed only when handed a generator
+            target = self.resolve(node_id, ref[:-2]) if ref.endswith("()") else None
+            if target is not None and target.kind == "function" and self.nodes[target.node].function.generator:
+                return True
+        return False
 
     def _running_beside_other_work(self) -> set[int]:
         """Nodes that run beside other work on their event loop: every coroutine spawned as a task or
