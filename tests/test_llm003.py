@@ -128,7 +128,7 @@ def test_in_house_client_from_a_user_table():
     catalog.knowledge["user:sdk-mycorp"] = yaml.safe_load(table.read_text())
     catalog.memo.clear()
     source = (ROOT / "fixtures" / "python" / "sdk" / "inhouse" / "app.py").read_text()
-    assert lines(source, catalog) == [34]
+    assert lines(source, catalog) == [35]
     assert lines(source) == []
 
 

@@ -160,7 +160,7 @@ def test_in_house_timeout_keyword_from_a_user_table():
     catalog.knowledge["user:sdk-mycorp"] = yaml.safe_load(table.read_text())
     catalog.memo.clear()
     source = (ROOT / "fixtures" / "python" / "sdk" / "inhouse" / "app.py").read_text()
-    assert lines(source, catalog) == [12]
+    assert lines(source, catalog) == [13]
     assert lines(source) == []
 
 

@@ -1775,3 +1775,98 @@ def test_a_declared_function_glob_narrows_to_those_entry_points(cli, tmp_path):
     assert [(f["path"], f["line"], f["rule"]) for f in findings] == [
         ("app/admin.py", 16, "LLM004"), ("app/chat.py", 8, "LLM004")]  # show_profile is not declared
     assert result.returncode == 1
+
+
+def test_an_element_of_an_annotated_container_attribute_is_an_instance_of_its_type(tmp_path):
+    """`rag_agents: List[RAGAgent]` kept on `self`: `self.rag_agents[i].query()` reaches the agents' `query`
+    (the abstract method's overrides), so their per-call client is on the route's path."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/agents.py": """
+        import abc
+        import requests
+
+        class RAGAgent(abc.ABC):
+            @abc.abstractmethod
+            def query(self, q): ...
+
+        class WebAgent(RAGAgent):
+            def query(self, q):
+                return requests.get("https://search.example/api", params={"q": q}, timeout=5).json()
+        """, "app/router.py": """
+        from typing import Dict, List
+        from app.agents import RAGAgent
+
+        class Router:
+            def __init__(self, agents: List[RAGAgent], named: Dict[str, RAGAgent]):
+                self.agents = agents
+                self.named = named
+
+            def query(self, q, i):
+                return self.agents[i].query(q)
+
+            def by_name(self, q, name):
+                return self.named[name].query(q)
+        """, "app/main.py": """
+        from fastapi import FastAPI
+        from app.router import Router
+        app = FastAPI()
+        router = Router([], {})
+
+        @app.get("/query")
+        def query(q: str):
+            return router.query(q, 0)
+        """})
+    llm003 = [f for f in scan(root) if f.rule == "LLM003"]
+    assert found(llm003) == [("app/agents.py", 11, "LLM003")]
+    assert [step["function"] for step in llm003[0].extra["via"]] == ["query", "Router.query", "WebAgent.query"]
+
+
+def test_coroutines_gathered_from_a_list_run_beside_each_other(tmp_path):
+    """`tasks = [self.search(q) for q in queries]; await asyncio.gather(*tasks)` under `asyncio.run` in a sync
+    route: the gathered searches share that loop, so a blocking call in one holds the others back."""
+    root = write(tmp_path, {"app.py": """
+        import asyncio
+        import time
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        class Searcher:
+            async def search(self, q):
+                time.sleep(0.2)
+                return q
+
+            async def search_all(self, queries):
+                tasks = [self.search(q) for q in queries]
+                return await asyncio.gather(*tasks)
+
+        searcher = Searcher()
+
+        @app.get("/search")
+        def search(q: str):
+            return asyncio.run(searcher.search_all([q, q + "!"]))
+        """})
+    assert found(scan(root), "LLM004") == [("app.py", 9, "LLM004")]
+
+
+def test_a_method_handed_to_a_constructor_is_not_run_by_it(tmp_path):
+    """`super().__init__(combine=self._combine)` keeps the method for later calls (as `Tool(function=f)`
+    does): `_combine` does not become run-once code because `__init__` runs once."""
+    root = write(tmp_path, {"app.py": """
+        import logging
+        from openai import OpenAI
+        logger = logging.getLogger(__name__)
+        client = OpenAI()
+
+        class Operator:
+            def __init__(self, combine):
+                self.combine = combine
+
+        class Evaluator(Operator):
+            def __init__(self):
+                super().__init__(combine=self._combine)
+
+            def _combine(self, question):
+                answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": question}])
+                logger.info("answer: %s", answer.choices[0].message.content)
+        """})
+    every = {(f.line, f.rule): f.extra["context"] for f in scan(root, every_context=True)}
+    assert every[(17, "LLM005")] == "unknown"

@@ -460,6 +460,8 @@ class _Reader:
             return self.container_ref(expr.elts)
         if kind is ast.Dict:
             return self.container_ref(expr.values)
+        if (kind is ast.ListComp or kind is ast.GeneratorExp or kind is ast.SetComp) and type(expr.elt) is ast.Call:
+            return self.container_ref([expr.elt])  # `tasks = [self.search(q) for q in queries]`
         return None
 
     def container_ref(self, elements: list) -> str | None:
@@ -492,11 +494,17 @@ class _Reader:
             kind = type(annotation)
         if kind is ast.Subscript and _text(annotation.value).rsplit(".", 1)[-1] == "Optional":
             annotation = annotation.slice
+            kind = type(annotation)
         elif kind is ast.BinOp and isinstance(annotation.op, ast.BitOr):
             sides = [s for s in (annotation.left, annotation.right) if not _is_none(s)]
             if len(sides) != 1:
                 return None
             annotation = sides[0]
+            kind = type(annotation)
+        if kind is ast.Subscript:  # `List[RAGAgent]`, `dict[str, Provider]`: a container of such instances
+            element = _element_annotation(annotation)
+            member = self._instance_of(element) if element is not None else None
+            return None if member is None or "|" in member or "}" in member else CONTAINER + "{" + member + "}"
         return self._instance_of(annotation)
 
     def _instance_of(self, node: ast.expr | None) -> str | None:
@@ -992,9 +1000,15 @@ class _Reader:
             if kind is ast.Lambda:  # `box.submit(lambda t: detect(t))`: a function of its own, handed over
                 args.append((str(index), "F:" + self.lambda_function(arg, function)))
                 continue
-            if kind is ast.Starred:  # gather(*(fetch(i) for i in ids)): the call each element makes
+            starred = kind is ast.Starred
+            if starred:  # gather(*(fetch(i) for i in ids)): the call each element makes
                 arg = arg.value
                 kind = type(arg)
+            if starred and kind is ast.Name:  # `tasks = [fetch(i) for i in ids]; gather(*tasks)`: the same
+                target = self.ref(arg)
+                if target is not None and target.startswith(CONTAINER + "{") and target.endswith("}"):
+                    args.extend((str(index), member) for member in target[len(CONTAINER) + 1:-1].split("|"))
+                    continue
             if kind in (ast.GeneratorExp, ast.ListComp, ast.SetComp) and type(arg.elt) is ast.Call:
                 target = self.ref(arg.elt)
                 if target is not None and not target.startswith("B:"):
@@ -1142,6 +1156,27 @@ def _no_body(body: list) -> bool:
         raised = statement.exc.func if type(statement.exc) is ast.Call else statement.exc
         return type(raised) is ast.Name and raised.id == "NotImplementedError"
     return False
+
+
+
+# typing and builtin containers: their last type argument is the type of an element (a mapping's: a value)
+_SEQUENCES = frozenset({"List", "list", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
+                        "Set", "set", "FrozenSet", "frozenset", "AbstractSet", "MutableSet", "Deque", "deque"})
+_MAPPINGS = frozenset({"Dict", "dict", "Mapping", "MutableMapping", "OrderedDict", "DefaultDict", "defaultdict"})
+
+
+def _element_annotation(annotation: ast.Subscript) -> ast.expr | None:
+    """The element type of a container annotation (`List[T]`, `Tuple[T, ...]`, `Dict[K, V]`: T, T, V)."""
+    name = _text(annotation.value).rsplit(".", 1)[-1]
+    arguments = annotation.slice.elts if type(annotation.slice) is ast.Tuple else [annotation.slice]
+    if name in _SEQUENCES and len(arguments) == 1:
+        return arguments[0]
+    if name in _MAPPINGS and len(arguments) == 2:
+        return arguments[1]
+    if name in ("Tuple", "tuple") and len(arguments) == 2 and type(arguments[1]) is ast.Constant \
+            and arguments[1].value is Ellipsis:
+        return arguments[0]
+    return None
 
 
 def _is_none(node: ast.expr) -> bool:

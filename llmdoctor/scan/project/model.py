@@ -642,8 +642,9 @@ class ProjectModel:
         executor = last == "run_in_executor"
         registered = self._registrations(node, call, qualified)
         # a library call may keep what it is handed (a callback), and so does a constructor
-        # (`Tool(function=f)`); a project function or a known runner runs it
-        library = qualified is not None and last not in self.knowledge.calls_now
+        # (`Tool(function=f)`, `super().__init__(combine_function=self._combine)`); a project function or a
+        # known runner runs it
+        library = (qualified is not None and last not in self.knowledge.calls_now) or last == "__init__"
         if not library:
             target = self.resolve(node.id, call.ref)
             library = target is not None and target.kind == "class"
