@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from llmdoctor.scan.fastwalk import children
+from llmdoctor.scan.functionfacts import FunctionFacts
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 LAMBDA_KEY = "<lambda>"  # the project model's key for code in a lambda outside any def
@@ -127,6 +128,7 @@ class SemanticModel:
         self._offload_calls = offload_calls  # a catalog Table
         self._offload_methods = offload_methods  # method names whose 2nd positional arg is a callable
         self._keys_seen: dict[str, int] = {}
+        self._function_facts: dict[int, FunctionFacts] = {}
         self.source = ""  # the file's whole text, as written (the tree may be of a pruned copy)
 
     # ------------------------------------------------------------------ queries for rules
@@ -178,6 +180,13 @@ class SemanticModel:
     def is_offloaded(self, node: cst.CSTNode) -> bool:
         """True for the callable argument of asyncio.to_thread / run_in_executor / anyio... (not run here)."""
         return id(node) in self._offloaded
+
+    def function_facts(self, function: cst.FunctionDef) -> FunctionFacts:
+        """The facts of `function`'s body (functionfacts.py), walked on the first question about it."""
+        facts = self._function_facts.get(id(function))
+        if facts is None:
+            facts = self._function_facts[id(function)] = FunctionFacts(function)
+        return facts
 
     def lookup(self, name: str) -> Binding | None:
         innermost = len(self.scopes) - 1

@@ -9,7 +9,8 @@ shapes, sampling guards. `PayloadEvaluator.evaluate(expr)` answers what an expre
 
 Values flow through formatting (f-strings, `%`, `+`, `.format`, `str()`, `json.dumps`, containers,
 comprehensions) and attribute/subscript chains from a generation result; a metadata attribute or function
-ends the flow. Names are looked up through a callback: the rule keeps the per-function assignments.
+ends the flow. Names are looked up through a callback: the rule keeps the per-function assignments
+(payloadflow.py). `prompt_arguments(facts, ...)`: the names a def passes to a model as its prompt.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
+from llmdoctor.scan.functionfacts import FunctionFacts
 from llmdoctor.scan.rules.logging_knowledge import (  # noqa: F401 - LLM005's knowledge, re-exported
     FIRST_ARGUMENT,
     KNOWLEDGE_STEM,
@@ -61,13 +63,8 @@ def runtime_module_imports(module: cst.Module) -> set[str]:
         statement = stack.pop()
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
-                if isinstance(small, cst.Import):
-                    found.update(dotted(alias.name) for alias in small.names)
-                elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-                    module_name = dotted(small.module)
-                    found.add(module_name)
-                    if not isinstance(small.names, cst.ImportStar):
-                        found.update(f"{module_name}.{a.name.value}" for a in small.names if isinstance(a.name, cst.Name))
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    found.update(imported_names(small))
         elif isinstance(statement, cst.If):
             if "TYPE_CHECKING" in dotted(statement.test):
                 continue
@@ -80,6 +77,19 @@ def runtime_module_imports(module: cst.Module) -> set[str]:
             for handler in statement.handlers:
                 stack.extend(_statements(handler.body))
     return found
+
+
+def imported_names(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """What an import statement imports, qualified: `import a.b` -> `a.b`; `from a import b` -> `a`, `a.b`
+    (`from a import *` -> `a`; a relative import -> nothing)."""
+    if isinstance(node, cst.Import):
+        return [dotted(alias.name) for alias in node.names]
+    if node.module is None or node.relative:
+        return []
+    module = dotted(node.module)
+    if isinstance(node.names, cst.ImportStar):
+        return [module]
+    return [module, *(f"{module}.{alias.name.value}" for alias in node.names if isinstance(alias.name, cst.Name))]
 
 
 def _statements(block: cst.BaseSuite) -> list:
@@ -145,6 +155,74 @@ def payload_arguments(node: cst.Call, method: Method, logging: LoggingKnowledge)
 def shown_call(node: cst.Call) -> str:
     chain = attribute_chain(node.func)
     return ".".join(chain) if chain else "<call>"
+
+
+# ---------------------------------------------------------------------------------------- per function
+
+CONSOLE_PROMPTS = frozenset({"builtins.input", "getpass.getpass", "click.prompt", "typer.prompt",
+                             "rich.prompt.Prompt.ask"})
+
+
+def calls_model(facts: FunctionFacts, context, sdk: SdkKnowledge) -> bool:
+    """The function (nested defs included) calls a generation method; callees resolved as `context` is now."""
+    return any(generation_method(sdk, context.callee_name(node), node) is not None for node in facts.calls)
+
+
+def prompt_arguments(facts: FunctionFacts, context, sdk: SdkKnowledge, logging: LoggingKnowledge) -> dict:
+    """Names a function passes to a generation call as its prompt (`messages=msgs`), in any order, and the
+    local names that went into them (`msgs = history + [{"content": question}]`: `question` too), each with
+    the Source it carries; names it passes to `input()` are a terminal prompt (METADATA). Callees are
+    resolved as `context` is now."""
+    found: dict[str, Value] = {}
+    consoles: set[str] = set()
+    pending: list[tuple[str, Source]] = []
+    for node in facts.calls:
+        callee = context.callee_name(node)
+        if callee in CONSOLE_PROMPTS and node.args and isinstance(node.args[0].value, cst.Name):
+            consoles.add(node.args[0].value.value)  # `input(prompt)`: a terminal prompt like "> "
+        method = generation_method(sdk, callee, node)
+        if method is not None:
+            arguments = payload_arguments(node, method, logging)
+            for keyword, value in arguments:
+                what = Source(f"the prompt passed as `{keyword}=` to `{shown_call(node)}()`")
+                pending += [(name, what) for name in prompt_parts(value, logging)]
+            if not arguments:  # `create(**payload)`: the prompt can only be in the dict
+                for arg in node.args:
+                    if arg.star == "**" and isinstance(arg.value, cst.Name):
+                        what = Source(f"the request passed as `**{arg.value.value}` to "
+                                      f"`{shown_call(node)}()`, which holds its prompt")
+                        pending.append((arg.value.value, what))
+    assigned = facts.assignments
+    while pending:
+        name, what = pending.pop()
+        if name not in found:
+            found[name] = what
+            pending += [(part, what) for value in assigned.get(name, ()) for part in prompt_parts(value, logging)]
+    for name in consoles - found.keys():
+        found[name] = METADATA
+    return found
+
+
+def prompt_parts(value: cst.BaseExpression, logging: LoggingKnowledge) -> list[str]:
+    """Local names whose text goes into a prompt argument: `msgs`, `[{"content": question}]`, `h + [..]`."""
+    if isinstance(value, cst.Name):
+        return [value.value]
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return [n for el in value.elements for n in prompt_parts(el.value, logging)]
+    if isinstance(value, cst.Dict):
+        names = []
+        for el in value.elements:
+            key = el.key.evaluated_value if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) else None
+            if key in logging.metadata_attributes:
+                continue  # {"role": role}
+            names += prompt_parts(el.value, logging)
+        return names
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+        return prompt_parts(value.left, logging) + prompt_parts(value.right, logging)
+    if isinstance(value, cst.FormattedString):
+        return [n for part in value.parts if isinstance(part, cst.FormattedStringExpression)
+                for n in prompt_parts(part.expression, logging)]
+    return []
 
 
 # ---------------------------------------------------------------------------------------- evaluation
