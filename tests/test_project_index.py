@@ -80,7 +80,8 @@ def test_a_container_literal_is_one_of_its_elements_and_a_loop_variable_an_eleme
     index = index_module(source, ast.parse(source))
     assert index.bindings["providers"] == "A:{R1:providers.Github()|R1:providers.Google()}"
     assert index.bindings["by_name"] == "A:{I:httpx.Client()|R1:providers.Github}"
-    assert index.bindings["names"] is None and index.bindings["table"] is None
+    assert index.bindings["names"] is None  # strings: nothing to resolve
+    assert index.bindings["table"] == "A:{R1:providers.Github()}"  # a comprehension of calls: their results
     assert index.bindings["many"] is None  # more than MAX_MEMBERS elements: data, not a table of implementations
     (pick,) = [f for f in index.functions if f.key == "pick"]
     assert pick.returns == "A:{R1:providers.Github()|R1:providers.Google()}[]"

@@ -1754,7 +1754,8 @@ def test_entry_points_declared_control_plane(tmp_path):
     root = write(tmp_path, CONTROL_PLANE_APP)
     before = found(scan(root))
     assert ("app/admin.py", 8, "LLM004") in before and ("app/store.py", 13, "LLM003") in before
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.llmdoctor]\ncontrol-plane = ['app/admin.py']\n")
+    (root / "pyproject.toml").write_text(
+        "[project]\nname = 'demo'\n\n[tool.llmdoctor]\ncontrol-plane = ['app/admin.py']\n")
     report = run_scan(["."], ScanOptions(cwd=str(root)), analyze=ScanExecutor(jobs=1, use_cache=False))
     assert found(report.findings) == [("app/chat.py", 8, "LLM004")]
     assert report.findings[0].extra["context"] == "serving" and report.findings[0].extra["entry"]["function"] == "chat"

@@ -179,8 +179,8 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
             raise fail("every-context", "must be true or false")
     control_plane = []
     for pattern in str_list("control-plane"):
-        glob, _, function = pattern.partition("::")
-        if not glob.strip() or (_ and not function.strip()):
+        glob, separator, function = pattern.partition("::")
+        if not glob.strip() or (separator and not function.strip()):
             raise fail("control-plane", f"{brief(pattern)}: expected a file glob, optionally followed by "
                                         "'::' and a function name glob (e.g. 'app/admin/*' or 'app/api.py::reset_*')")
         control_plane.append((glob.strip(), function.strip()))
@@ -199,7 +199,8 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         root=str(base), select=rule_ids("select"), ignore=rule_ids("ignore"),
         per_file_ignores=tuple(per_file), severity=tuple(severity), exclude=str_list("exclude"),
         rules_dirs=rules_dirs, max_file_size=max_size, respect_gitignore=gitignore, every_context=every_context,
-        control_plane=tuple(control_plane), source=str(path), fix=fix, unsafe_fixes=unsafe_fixes, fix_timeout=fix_timeout,
+        control_plane=tuple(control_plane), source=str(path), fix=fix, unsafe_fixes=unsafe_fixes,
+        fix_timeout=fix_timeout,
     )
 
 

@@ -127,9 +127,9 @@ class _Module:
 
 
 def pruned_source(source: str, facts: CodeFacts, active, catalog) -> str:
-    """`source` with the units no active rule (`active`: their specs) needs replaced by a string literal over the same lines: a run
-    of sibling defs and classes whose headers nothing needs as one literal (`_headerless`), the other units'
-    bodies one literal each."""
+    """`source` with the units no active rule (`active`: their specs) needs replaced by a string literal over
+    the same lines: a run of sibling defs and classes whose headers nothing needs as one literal
+    (`_headerless`), the other units' bodies one literal each."""
     return pruned(source, facts, active, catalog)[0]
 
 

@@ -17,7 +17,8 @@ A reference is a string `<root>:<dotted path>`; a `()` after a part means "the r
                                parameters are replaced by what they hold
     A:{M:A()|M:B()}[]          an element of a list, tuple, set or dict literal whose elements (values)
                                are each one of these (`providers = [A(), B()]`; `for p in providers`,
-                               `providers[i]`, `d.get(k)`, `for k, v in d.items()`)
+                               `providers[i]`, `d.get(k)`, `for k, v in d.items()`), of a comprehension of
+                               calls (`[A(q) for q in qs]`), or of an annotated container (`List[A]`)
 
 `x[i]` is `x[]`, or `x[0]` for a constant index (an item of a returned tuple).
 
@@ -1156,7 +1157,6 @@ def _no_body(body: list) -> bool:
         raised = statement.exc.func if type(statement.exc) is ast.Call else statement.exc
         return type(raised) is ast.Name and raised.id == "NotImplementedError"
     return False
-
 
 
 # typing and builtin containers: their last type argument is the type of an element (a mapping's: a value)
