@@ -1768,6 +1768,18 @@ def test_entry_points_declared_control_plane(tmp_path):
         "update_rules"
 
 
+def test_control_plane_on_the_command_line(cli, tmp_path):
+    root = write(tmp_path, CONTROL_PLANE_APP)
+    result = cli("scan", "--no-cache", "--format", "json", "--control-plane", "app/admin.py", ".", cwd=root)
+    assert [(f["path"], f["line"], f["rule"]) for f in json.loads(result.stdout)["findings"]] == [
+        ("app/chat.py", 8, "LLM004")]
+    inside = cli("scan", "--no-cache", "--format", "json", "--control-plane", "admin.py", ".", cwd=root / "app")
+    assert [f["line"] for f in json.loads(inside.stdout)["findings"]] == [8]  # relative to the cwd
+    bad = cli("scan", "--no-cache", "--control-plane", "app/admin.py::", ".", cwd=root)
+    assert bad.returncode == 2 and "--control-plane 'app/admin.py::': expected a file glob" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 def test_a_declared_function_glob_narrows_to_those_entry_points(cli, tmp_path):
     root = write(tmp_path, CONTROL_PLANE_APP)
     (root / ".llmdoctor.yaml").write_text("control-plane: ['app/admin.py::update_*', 'app/admin.py::test_*']\n")

@@ -57,6 +57,10 @@ def scan_command(
     every_context: bool = typer.Option(False, "--every-context",
                                        help="Report in every execution context (scripts, tests, library code "
                                             "nobody calls), not only where each rule's cost is paid per request."),
+    control_plane: list[str] = typer.Option(None, "--control-plane", metavar="GLOB[::FUNCTION]",
+                                            help="Entry points in these files (and functions) serve an admin "
+                                                 "console or settings, not the traffic: what only they reach is "
+                                                 "not reported per request (repeatable; config: control-plane)."),
     fix: bool | None = typer.Option(None, "--fix/--no-fix",
                                     help="Apply the safe fixes to the files (config: fix = true)."),
     unsafe_fixes: bool | None = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes",
@@ -102,7 +106,7 @@ def scan_command(
         select=report_options.select, ignore=report_options.ignore, exclude=tuple(exclude or ()),
         force_exclude=force_exclude, rules_dirs=tuple(rules_dir or ()), config_path=config, isolated=isolated,
         respect_gitignore=False if no_gitignore else None, max_file_size=_size(max_file_size),
-        every_context=every_context,
+        every_context=every_context, control_plane=tuple(control_plane or ()),
     )
     cwd = os.getcwd()
     data = None

@@ -179,11 +179,10 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
             raise fail("every-context", "must be true or false")
     control_plane = []
     for pattern in str_list("control-plane"):
-        glob, separator, function = pattern.partition("::")
-        if not glob.strip() or (separator and not function.strip()):
-            raise fail("control-plane", f"{brief(pattern)}: expected a file glob, optionally followed by "
-                                        "'::' and a function name glob (e.g. 'app/admin/*' or 'app/api.py::reset_*')")
-        control_plane.append((glob.strip(), function.strip()))
+        try:
+            control_plane.append(control_plane_pattern(pattern))
+        except ValueError as problem:
+            raise fail("control-plane", str(problem)) from None
     fix_timeout = None
     if "fix-timeout" in values:
         fix_timeout = values["fix-timeout"][0]
@@ -202,6 +201,15 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         control_plane=tuple(control_plane), source=str(path), fix=fix, unsafe_fixes=unsafe_fixes,
         fix_timeout=fix_timeout,
     )
+
+
+def control_plane_pattern(pattern: str) -> tuple[str, str]:
+    """`app/api.py::reset_*` -> ("app/api.py", "reset_*"); ValueError saying what is expected."""
+    glob, separator, function = pattern.partition("::")
+    if not glob.strip() or (separator and not function.strip()):
+        raise ValueError(f"{brief(pattern)}: expected a file glob, optionally followed by '::' and a function name "
+                         "glob (e.g. 'app/admin/*' or 'app/api.py::reset_*')")
+    return glob.strip(), function.strip()
 
 
 def _flag(values: dict, key: str, fail) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 from llmdoctor.errors import UserError
 from llmdoctor.report.model import Finding, Report, display_path
 from llmdoctor.scan.catalog import Catalog, did_you_mean, load_catalog
-from llmdoctor.scan.config import find_config, load_config
+from llmdoctor.scan.config import control_plane_pattern, find_config, load_config
 from llmdoctor.scan.discovery import discover, is_excluded
 from llmdoctor.scan.engine import FileResult, analyze_path, heap_kept
 from llmdoctor.scan.settings import ScanConfig
@@ -61,6 +61,7 @@ class ScanOptions:
     respect_gitignore: bool | None = None
     max_file_size: int | None = None
     every_context: bool = False
+    control_plane: tuple[str, ...] = ()  # added to the config's control-plane (relative to the cwd)
     cwd: str | None = None
 
 
@@ -252,13 +253,16 @@ def _settings(paths: list[str], options: ScanOptions, cwd: str) -> ScanConfig:
     if options.ignore:
         changes["ignore"] = config.ignore + tuple(i.upper() for i in options.ignore)
     if options.exclude:
-        # command-line globs are relative to the cwd: anchor them there when the config root differs
-        extra = []
-        for glob in options.exclude:
-            if "/" in glob.strip("/") and os.path.abspath(cwd) != config.root:
-                glob = os.path.relpath(os.path.join(cwd, glob), config.root)
-            extra.append(glob)
-        changes["exclude"] = config.exclude + tuple(extra)
+        changes["exclude"] = config.exclude + tuple(_anchored(glob, cwd, config) for glob in options.exclude)
+    if options.control_plane:
+        declared = []
+        for pattern in options.control_plane:
+            try:
+                glob, function = control_plane_pattern(pattern)
+            except ValueError as problem:
+                raise UserError(f"--control-plane {problem}") from None
+            declared.append((_anchored(glob, cwd, config), function))
+        changes["control_plane"] = config.control_plane + tuple(declared)
     if options.rules_dirs:
         changes["rules_dirs"] = config.rules_dirs + tuple(os.path.join(cwd, d) for d in options.rules_dirs)
     if options.respect_gitignore is not None:
@@ -268,6 +272,13 @@ def _settings(paths: list[str], options: ScanOptions, cwd: str) -> ScanConfig:
     if options.every_context:
         changes["every_context"] = True
     return dataclasses.replace(config, **changes) if changes else config
+
+
+def _anchored(glob: str, cwd: str, config: ScanConfig) -> str:
+    """A command-line glob is relative to the cwd: anchored there when the config root differs."""
+    if "/" in glob.strip("/") and os.path.abspath(cwd) != config.root:
+        return os.path.relpath(os.path.join(cwd, glob), config.root)
+    return glob
 
 
 def _check_rule_ids(config: ScanConfig, catalog: Catalog, options: ScanOptions) -> None:
