@@ -146,11 +146,11 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
         if not callers:
             return None
         extra["callers"] = callers
-    context = model.context_of(path, key)
-    if only_in is not None and context.kind not in only_in and not every_context:
-        return None
     spec = catalog.rules.get(candidate.rule)
     policy = getattr(spec, "contexts", None) or DEFAULT_POLICY
+    context = model.context_of(path, key, streams="streams" in _flags(policy))
+    if only_in is not None and context.kind not in only_in and not every_context:
+        return None
     verdict = "report" if everywhere or every_context else policy.get(context.kind,
                                                                       DEFAULT_POLICY.get(context.kind, "report"))
     severity = candidate.severity

@@ -238,7 +238,8 @@ class ProjectModel:
             found = self.by_key.get((path, key.split("#", 1)[0]))
         return None if found is None else self.nodes[found]
 
-    def context_of(self, path: str, key: str) -> Context:
+    def context_of(self, path: str, key: str, streams: bool = False) -> Context:
+        """`streams`: also decide the `streams` flag (a rule's policy names it), with its chain."""
         if key == LAMBDA_KEY:  # a module-level lambda runs whenever someone calls it: who, the model cannot tell
             return Context(OFFLINE if path in self.test_modules or self._is_example(path) else UNKNOWN)
         node = self.node(path, key)
@@ -246,9 +247,9 @@ class ProjectModel:
             node = self.node(path, MODULE_KEY)
             if node is None:
                 return Context(UNKNOWN)
-        return self.context(node.id)
+        return self.context(node.id, streams)
 
-    def context(self, node_id: int) -> Context:
+    def context(self, node_id: int, streams: bool = False) -> Context:
         node = self.nodes[node_id]
         if node.path in self.test_modules or self.layout.shadowed(node.path):
             return Context(OFFLINE)
@@ -259,6 +260,8 @@ class ProjectModel:
             entry = self.entries[chain[0][0]]
             if not self._interactive(node_id):
                 return Context(WORKER_CONTEXT, entry, tuple(chain))
+            if not streams:
+                return Context(SERVING, entry, tuple(chain))
             if self._streaming is None:
                 self._streaming = self._streaming_paths()
             if node_id in self._streaming[0]:  # the chain from an entry point whose channel streams

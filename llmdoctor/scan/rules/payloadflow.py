@@ -96,7 +96,7 @@ class PayloadFlowRule(Rule):
         """Imported at module level when the program runs (not under `if TYPE_CHECKING:`, not in a function)."""
         if self._runtime_imports is None:
             self._runtime_imports = runtime_module_imports(self.context.module_scope.node)
-        return any(name == p or name.startswith(p + ".") for name in self._runtime_imports for p in prefixes)
+        return _under_any(self._runtime_imports, prefixes)
 
     # ------------------------------------------------------------------ names
 
@@ -162,7 +162,7 @@ class PayloadFlowRule(Rule):
         if found is None:
             imported = {b.value for b in self.context.module_scope.bindings.values() if b.kind == "import" and b.value}
             imported |= self._late_imports
-            found = any(name == p or name.startswith(p + ".") for name in imported for p in prefixes)
+            found = _under_any(imported, prefixes)
             self._imports_cache[key] = found
         return found
 
@@ -335,3 +335,8 @@ class PayloadFlowRule(Rule):
                 return True
             stack.extend(code_children(node))
         return False
+
+
+def _under_any(names, prefixes) -> bool:
+    """One of `names` is one of the modules `prefixes` or inside one (`openai.types` under `openai`)."""
+    return any(name == p or name.startswith(p + ".") for name in names for p in prefixes)
