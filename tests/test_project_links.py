@@ -1790,6 +1790,66 @@ def test_a_declared_function_glob_narrows_to_those_entry_points(cli, tmp_path):
     assert result.returncode == 1
 
 
+DEV_TOOLING_APP = {
+    "app/__init__.py": "",
+    "app/files.py": """
+        def read_source(name):
+            with open(name) as f:
+                return f.read()
+
+        def write_source(name, text):
+            with open(name, "w") as f:
+                f.write(text)
+        """,
+    "app/dev_server.py": """
+        from fastapi import FastAPI
+        from app.files import write_source
+
+        class DevServer:
+            def register(self, app: FastAPI):
+                @app.put("/files/{name}")
+                async def save_file(name: str, text: str):
+                    write_source(name, text)
+        """,
+    "app/api.py": """
+        from fastapi import FastAPI
+        from app.files import read_source
+        app = FastAPI()
+
+        @app.get("/dev/apps/{name}/source")
+        async def show_source(name: str):
+            return read_source(name)
+
+        @app.get("/devices/{name}")
+        async def device(name: str):
+            return read_source(name)
+        """,
+}
+
+
+def test_developer_tooling_routes_count_as_control_plane(tmp_path):
+    """Routes with a `dev` segment (`/dev/apps/...`) and routes of a `dev_server` module / `DevServer` class
+    serve a developer's tooling (entrypoints.yaml `dev_tooling`): what only they reach is `control-plane`.
+    `/devices/...` is no dev route: the helper it shares stays `serving` there."""
+    root = write(tmp_path, DEV_TOOLING_APP)
+    findings = scan(root, every_context=True)
+    contexts = {(f.path, f.line): (f.extra["context"], f.extra["entry"]["route"]) for f in findings}
+    assert contexts[("app/dev_server.py", 9)] == ("control-plane", "PUT /files/{name}")
+    assert contexts[("app/api.py", 8)] == ("control-plane", "GET /dev/apps/{name}/source")
+    assert contexts[("app/api.py", 12)] == ("serving", "GET /devices/{name}")
+    assert found(scan(root)) == [("app/api.py", 12, "LLM004")]
+
+
+def test_dev_tooling_words():
+    from llmdoctor.scan.project.knowledge import EntryKnowledge
+    knowledge = EntryKnowledge(dev_route_segments=frozenset({"dev", "dev-ui"}), dev_name_words=frozenset({"dev"}))
+    assert knowledge.dev_tooling("src/adk/cli/_dev_deploy.py", "register.deploy", "POST /deploy")
+    assert knowledge.dev_tooling("app/server.py", "DevServer._register_dev_endpoints.create_test", "")
+    assert knowledge.dev_tooling("app/server.py", "assets", "GET /dev-ui/assets/config.json")
+    assert not knowledge.dev_tooling("app/devices.py", "DeviceServer.develop", "GET /api/devices/{id}")
+    assert not EntryKnowledge().dev_tooling("app/dev.py", "chat", "POST /dev")
+
+
 def test_an_element_of_an_annotated_container_attribute_is_an_instance_of_its_type(tmp_path):
     """`rag_agents: List[RAGAgent]` kept on `self`: `self.rag_agents[i].query()` reaches the agents' `query`
     (the abstract method's overrides), so their per-call client is on the route's path."""

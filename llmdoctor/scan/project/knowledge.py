@@ -21,6 +21,7 @@ RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "spawn", 
                  "calls_now"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
 LIBRARY_API_KEYS = {"name_globs"}
+DEV_TOOLING_KEYS = {"route_segments", "name_words"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
                            "options"})
@@ -112,6 +113,8 @@ class EntryKnowledge:
     example_paths: tuple[str, ...] = ()  # examples, benchmarks: offline unless an entry point reaches them
     api_name_globs: Patterns = field(default_factory=Patterns)  # a model API operation (`chat_completion`)
     streaming_frameworks: set[str] = field(default_factory=set)  # entry points whose channel carries tokens
+    dev_route_segments: frozenset[str] = frozenset()  # a route with one of them serves developer tooling
+    dev_name_words: frozenset[str] = frozenset()  # ... as does an entry point in a module or class so named
 
     def request_decorator(self, qualified: str | None) -> tuple[str, str] | None:
         """(framework, kind) when a decorator with this qualified callee makes a request entry point."""
@@ -119,6 +122,23 @@ class EntryKnowledge:
             if names.match(qualified):
                 return framework, kind
         return None
+
+    def dev_tooling(self, path: str, function: str, route: str) -> bool:
+        """Whether an entry point serves developer tooling: its route has a segment such as `dev`
+        (`/dev/apps/{app}/tests`), or its module or qualified name has a word such as `dev` (`dev_server.py`,
+        `routers/dev.py`, `DevServer._register_dev_endpoints.create_test`)."""
+        if self.dev_route_segments and any(
+                segment.lower() in self.dev_route_segments for segment in route.rsplit(" ", 1)[-1].split("/")):
+            return True
+        if not self.dev_name_words:
+            return False
+        names = [*path.removesuffix(".py").split("/"), *function.split(".")]
+        return any(word.lower() in self.dev_name_words for name in names for word in _words(name))
+
+
+def _words(name: str) -> list[str]:
+    """`_register_dev_endpoints` -> register, dev, endpoints; `DevServer` -> Dev, Server."""
+    return [word for part in re.split(r"[_\-]+", name) for word in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", part)]
 
 
 @dataclass(frozen=True)
@@ -176,10 +196,12 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     test_functions: list[str] = []
     test_classes: list[str] = []
     example_paths: list[str] = []
+    dev_segments: set[str] = set()
+    dev_words: set[str] = set()
     for stem, doc in docs:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
-        _keys(data, {"request", "run_once", "offline", "library_api"}, where + "'")
+        _keys(data, {"request", "run_once", "offline", "library_api", "dev_tooling"}, where + "'")
         for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
             _family(knowledge, family, f"{where}.request[{index}]")
         once = data.get("run_once") or {}
@@ -221,6 +243,12 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         _keys(api, LIBRARY_API_KEYS, where + ".library_api'")
         for glob in _strings(api.get("name_globs"), f"{where}.library_api.name_globs'"):
             knowledge.api_name_globs.add(glob)
+        dev = data.get("dev_tooling") or {}
+        _keys(dev, DEV_TOOLING_KEYS, where + ".dev_tooling'")
+        dev_segments.update(s.lower() for s in _strings(dev.get("route_segments"), f"{where}.dev_tooling.route_segments'"))
+        dev_words.update(s.lower() for s in _strings(dev.get("name_words"), f"{where}.dev_tooling.name_words'"))
+    knowledge.dev_route_segments = frozenset(dev_segments)
+    knowledge.dev_name_words = frozenset(dev_words)
     knowledge.once_names = frozenset(once_names)
     knowledge.calls_now = frozenset(calls_now)
     knowledge.test_imports = frozenset(test_imports)

@@ -211,12 +211,13 @@ class ProjectModel:
         self.once |= {node.id for node in self.nodes if node.cached}
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
         self._data_plane, self._data_plane_parent = self._serving, self._serving_parent
-        self._declared: set[int] = set()  # entry points declared control plane
-        if control_plane is not None:
-            self._declared = {n for n in self.entries if control_plane(self.nodes[n].path, self.nodes[n].label)}
-            if self._declared:
-                self._data_plane, self._data_plane_parent = self._reach(
-                    [n for n in self.entries if n not in self._declared], through_cached=False)
+        # entry points declared control plane, and those serving developer tooling (entrypoints.yaml)
+        self._declared = {n for n, entry in self.entries.items()
+                          if knowledge.dev_tooling(layout.relative(self.nodes[n].path), self.nodes[n].label, entry.route)
+                          or (control_plane is not None and control_plane(self.nodes[n].path, self.nodes[n].label))}
+        if self._declared:
+            self._data_plane, self._data_plane_parent = self._reach(
+                [n for n in self.entries if n not in self._declared], through_cached=False)
         self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
         self._beside_requests: set[int] | None = None  # (_running_beside_requests)
