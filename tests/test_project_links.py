@@ -1850,6 +1850,82 @@ def test_dev_tooling_words():
     assert not EntryKnowledge().dev_tooling("app/dev.py", "chat", "POST /dev")
 
 
+TYPE_BRANCH_APP = {
+    "app/__init__.py": "",
+    "app/content.py": """
+        from pathlib import Path
+
+        def load_file(path):
+            return Path(path).read_bytes()
+
+        def parts(*items, role="user"):
+            out = []
+            for item in items:
+                if isinstance(item, str):
+                    out.append({"role": role, "text": item})
+                elif isinstance(item, Path):
+                    out.append({"role": role, "data": load_file(item)})
+            return out
+
+        def user(*items):
+            return parts(*items, role="user")
+
+        def one(message: str | Path):
+            if isinstance(message, Path):
+                return load_file(message)
+            return message
+        """,
+    "app/api.py": """
+        from pathlib import Path
+        from fastapi import FastAPI
+        from app.content import one, user
+        app = FastAPI()
+
+        @app.post("/chat")
+        async def chat(message: str, tries: int = 1):
+            first = user(message)
+            note = f"try {tries}"
+            second = user(note, "literal", str(tries))
+            third = one("text")
+            return first, second, third
+
+        @app.post("/upload")
+        async def upload(name: str):
+            return user(Path("uploads") / name), one(Path(name))
+
+        @app.post("/any")
+        async def anything(item):
+            return user(item)
+        """,
+}
+
+
+def test_a_branch_the_arguments_type_never_takes_is_not_followed(tmp_path):
+    """`parts` reads a file only for a `Path` item (`isinstance(item, Path)` over its `*items`), through `user`
+    that hands its `*items` on: a `str` argument (annotated, an f-string, a literal, `str(...)`) never takes the
+    branch; an argument of unknown type, or a `Path`, may."""
+    root = write(tmp_path, TYPE_BRANCH_APP)
+    findings = [(f.line, f.column) for f in scan(root) if f.rule == "LLM004"]
+    assert findings == [(17, 12), (17, 42), (21, 12)]  # upload: both calls; anything: its unknown item
+
+
+def test_argument_types_in_the_index():
+    import ast
+
+    from llmdoctor.scan.project.index import index_module
+    source = textwrap.dedent(TYPE_BRANCH_APP["app/content.py"]) + textwrap.dedent("""
+        def caller(message: str, path, *rest: int):
+            text = "a" + message
+            parts(message, path, text, "-".join(rest), *rest)
+        """)
+    module = index_module(source, ast.parse(source))
+    calls = {(f.name, c.text): c for f in module.functions for c in f.calls}
+    assert calls[("parts", "load_file")].guards == ("isinstance:items:*0:Path",)
+    assert calls[("user", "parts")].types == ("*0=@items:*0", "role=str")
+    assert calls[("one", "load_file")].guards == ("isinstance:message:0:Path",)
+    assert calls[("caller", "parts")].types == ("0=str@message:0", "1=@path:1", "2=str", "3=str", "*4=int@rest:*2")
+
+
 def test_an_element_of_an_annotated_container_attribute_is_an_instance_of_its_type(tmp_path):
     """`rag_agents: List[RAGAgent]` kept on `self`: `self.rag_agents[i].query()` reaches the agents' `query`
     (the abstract method's overrides), so their per-call client is on the route's path."""

@@ -81,12 +81,16 @@ class Call:
     falsy: tuple[str, ...] = ()  # arguments (position or keyword) given as a literal False / None / 0 / ""
     positional: int = 0  # how many positional arguments it passes (-1: `*args`, any number)
     iterated: bool = False  # a `for` iterates its result there and then (a generator's body runs here)
+    # the types its arguments evidently have: "0=str", "name=str|None", "*1=..." (a starred one), or the
+    # caller's own parameter handed on, after the types its annotation allows: "0=str|Path@path:0" (`path`, at
+    # its position "0" / "k" / "*N")
+    types: tuple[str, ...] = ()
 
     def to_json(self) -> list:
         return [self.ref, self.kind, self.line, self.col, self.end_line, self.end_col, self.stmt_line, self.text,
                 list(self.keywords), list(self.marks), [list(a) for a in self.args], self.literal, self.mode,
                 self.lazy, list(self.guards), list(self.falsy), self.positional, self.memo, self.shipped,
-                self.iterated]
+                self.iterated, list(self.types)]
 
     @classmethod
     def from_json(cls, data: list) -> Call:
@@ -94,17 +98,18 @@ class Call:
         if type(data) is not list or tuple(map(type, data)) not in _CALL_SHAPES:
             raise ValueError("index: a call of the wrong shape")
         (ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy, guards,
-         falsy, positional, memo, shipped, iterated) = data
+         falsy, positional, memo, shipped, iterated, types) = data
         if not (kind in (CALL, AWAIT, LAMBDA) and 0 < min(line, col, end_line, end_col, stmt)
                 and max(line, col, end_line, end_col, stmt) < _MAX
                 and (not keywords or _only_strings(keywords)) and (not marks or _only_strings(marks))
                 and (not guards or _only_strings(guards)) and (not falsy or _only_strings(falsy))
+                and (not types or _only_strings(types))
                 and (not args or all(type(a) is list and len(a) == 2 and type(a[0]) is str and type(a[1]) is str
                                      for a in args))):
             raise ValueError("index: a call of the wrong shape")
         return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
                    tuple(map(tuple, args)) if args else (), literal, mode, lazy, memo, shipped, tuple(guards),
-                   tuple(falsy), positional, iterated)
+                   tuple(falsy), positional, iterated, tuple(types))
 
 
 @dataclass(slots=True)
@@ -239,7 +244,8 @@ class ModuleIndex:
 _MAX = 2**31
 # the types of a call's fields as `Call.to_json` writes them (`literal` and `mode` may be None)
 _CALL_SHAPES = frozenset(
-    (str, int, int, int, int, int, int, str, list, list, list, literal, mode, bool, list, list, int, bool, bool, bool)
+    (str, int, int, int, int, int, int, str, list, list, list, literal, mode, bool, list, list, int, bool, bool, bool,
+     list)
     for literal in (str, type(None)) for mode in (str, type(None)))
 _STR = frozenset({str})
 _OPTIONAL_STR = frozenset({str, type(None)})
@@ -289,7 +295,8 @@ def index_module(source: str, tree: ast.Module, interest=None) -> ModuleIndex:
 
 
 class _Scope:
-    __slots__ = ("bindings", "first", "function", "globals", "kind", "klass", "shipped")
+    __slots__ = ("bindings", "declared", "first", "function", "globals", "kind", "klass", "loops", "params", "shipped",
+                 "types")
 
     def __init__(self, kind: str, function: Function | None = None, klass: ClassInfo | None = None) -> None:
         self.kind = kind  # "module" | "class" | "function"
@@ -299,6 +306,12 @@ class _Scope:
         self.globals: set[str] = set()  # names a `global` / `nonlocal` statement takes out of this scope
         self.shipped: set[str] = set()  # names holding a path built from `__file__`
         self.first: str | None = None  # a module-level function's first parameter (what a decorator is given)
+        # a function's parameters still holding their argument: name -> position after self/cls ("0"), "k"
+        # (keyword-only) or "*N" (`*args`, from position N)
+        self.params: dict[str, str] = {}
+        self.types: dict[str, tuple[str, ...]] = {}  # names whose type is evident (a local, a narrowed name)
+        self.declared: dict[str, tuple[str, ...]] = {}  # parameters' annotated types ("*args": its elements')
+        self.loops: dict[str, str] = {}  # `for item in items:` over the `*items` parameter: item -> items
 
 
 class _Reader:
@@ -414,6 +427,10 @@ class _Reader:
         scope = self.scope
         if scope.kind != "module":  # module-level names were collected before the walk
             scope.bindings[name] = value
+            if scope.kind == "function":  # bound anew: no longer the argument, nor of a type known so far
+                scope.params.pop(name, None)
+                scope.types.pop(name, None)
+                scope.loops.pop(name, None)
 
     def ref(self, expr: ast.expr) -> str | None:
         """The reference `expr` denotes, or None when this file cannot tell."""
@@ -570,6 +587,8 @@ class _Reader:
                 self._note_switch_attribute(target, node.value)
                 if type(target) is ast.Name:
                     (self.scope.shipped.add if shipped else self.scope.shipped.discard)(target.id)
+                    if self.scope.kind == "function":
+                        self._note_type(target.id, self._evident_type(node.value))
         elif kind is ast.AnnAssign:
             self.expressions([node.value])
             # the declared type wins over the value (`runtime: Runtime = request.state.session.runtime`), as
@@ -578,6 +597,9 @@ class _Reader:
             if value is None or value.startswith(_TYPING_REFS):
                 value = self.value_ref(node.value) if node.value is not None else None
             self.assign(node.target, value, annotated=True)
+            if type(node.target) is ast.Name:
+                self._note_type(node.target.id, _annotation_types(node.annotation) or (
+                    self._evident_type(node.value) if node.value is not None else None))
         elif kind is ast.AugAssign:
             self.expressions([node.value, node.target])
         elif kind is ast.Import or kind is ast.ImportFrom:
@@ -597,6 +619,11 @@ class _Reader:
             self.expressions([node.iter])
             for name, value in self._loop_values(node.target, node.iter):
                 self.bind(name, value)
+            scope = self.scope
+            if type(node.target) is ast.Name and type(node.iter) is ast.Name and \
+                    scope.params.get(node.iter.id, "").startswith("*"):  # `for item in content_items:`
+                scope.loops[node.target.id] = node.iter.id
+                self._note_type(node.target.id, scope.declared.get("*" + node.iter.id))
             self.block(node.body)
             self.block(node.orelse)
         elif kind is ast.While:
@@ -755,8 +782,18 @@ class _Reader:
         self.lazy_depth += guarded
         self.memo_depth += kept
         switches = self._switches_tested(node.test)
+        typed, narrowed = self._types_tested(node.test)
+        switches += typed
         self.guards.extend(switches)
+        known = self.scope.types
+        before = {name: known.get(name) for name in narrowed}
+        known.update(narrowed)
         self.block(node.body)
+        for name, types in before.items():
+            if types is None:
+                known.pop(name, None)
+            else:
+                known[name] = types
         del self.guards[len(self.guards) - len(switches):]
         self.lazy_depth -= guarded
         self.memo_depth -= kept
@@ -803,6 +840,105 @@ class _Reader:
                 names.append("self." + operand.attr)  # decided by the object (its `__init__` may say how)
         return names
 
+    def _types_tested(self, test: ast.expr) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+        """`if isinstance(item, Path):`: the body runs only for an argument of that type. The guards on the
+        function's parameters (`isinstance:item:0:Path`; for an element of `*items`: `isinstance:items:*0:Path`)
+        and the names the body may take to be of the type."""
+        if self.scope.kind != "function":
+            return [], {}
+        scope = self.scope
+        guards: list[str] = []
+        narrowed: dict[str, tuple[str, ...]] = {}
+        for operand in test.values if type(test) is ast.BoolOp and type(test.op) is ast.And else [test]:
+            if not (type(operand) is ast.Call and type(operand.func) is ast.Name and operand.func.id == "isinstance"
+                    and len(operand.args) == 2 and type(operand.args[0]) is ast.Name):
+                continue
+            types = _type_names(operand.args[1])
+            if types is None:
+                continue
+            name = operand.args[0].id
+            narrowed[name] = types
+            parameter = name if name in scope.params else scope.loops.get(name)
+            if parameter is not None and (parameter == name) != scope.params[parameter].startswith("*"):
+                guards.append(f"{TYPE_GUARD}{parameter}:{scope.params[parameter]}:{'|'.join(types)}")
+        return guards, narrowed
+
+    def _note_type(self, name: str, types: tuple[str, ...] | None) -> None:
+        if self.scope.kind == "function" and types:
+            self.scope.types[name] = types
+
+    def _evident_type(self, node: ast.expr, depth: int = 0) -> tuple[str, ...] | None:
+        """The types an expression evidently has: a literal's, a string built from one (`f"..."`, `"a" + b`,
+        `sep.join(...)` on a literal, `str(x)`), a name narrowed by `isinstance` or bound to such a value."""
+        kind = type(node)
+        if kind is ast.Constant:
+            return ("None",) if node.value is None else (type(node.value).__name__,)
+        if kind is ast.JoinedStr:
+            return ("str",)
+        if kind is ast.Name:
+            return self.scope.types.get(node.id) if self.scope.kind == "function" else None
+        if kind in _LITERAL_TYPES:
+            return _LITERAL_TYPES[kind]
+        if depth > _MAX_TYPE_DEPTH:  # `"s0" + "s1" + ...` nests as deep as it is long
+            return None
+        if kind is ast.BinOp and type(node.op) in (ast.Add, ast.Mod):
+            if self._evident_type(node.left, depth + 1) == ("str",) or (
+                    type(node.op) is ast.Add and self._evident_type(node.right, depth + 1) == ("str",)):
+                return ("str",)
+            return None
+        if kind is ast.Call:
+            func = node.func
+            if type(func) is ast.Name and func.id in _STR_BUILTINS and not self.lookup(func.id)[0]:
+                return ("str",)
+            if type(func) is ast.Attribute and func.attr in _STR_METHODS and \
+                    self._evident_type(func.value, depth + 1) == ("str",):
+                return ("str",)
+            return None
+        if kind is ast.BoolOp or kind is ast.IfExp:
+            parts = node.values if kind is ast.BoolOp else [node.body, node.orelse]
+            found: dict[str, None] = {}
+            for part in parts:
+                types = self._evident_type(part, depth + 1)
+                if types is None:
+                    return None
+                found.update(dict.fromkeys(types))
+            return tuple(found)
+        return None
+
+    def _argument_types(self, node: ast.Call) -> list[str]:
+        """`Call.types`: what the arguments evidently are, or which of the caller's parameters they hand on."""
+        scope = self.scope
+        if scope.kind != "function":
+            return []
+        out = []
+        for index, arg in enumerate(node.args):
+            if type(arg) is ast.Starred:  # `User(*content_items)`: the caller's `*content_items` handed on
+                value = arg.value
+                if type(value) is ast.Name and scope.params.get(value.id, "").startswith("*"):
+                    declared = "|".join(scope.declared.get("*" + value.id, ()))
+                    out.append(f"*{index}={declared}@{value.id}:{scope.params[value.id]}")
+                break  # where the later ones land is not known
+            found = self._argument_type(arg)
+            if found is not None:
+                out.append(f"{index}={found}")
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                found = self._argument_type(keyword.value)
+                if found is not None:
+                    out.append(f"{keyword.arg}={found}")
+        return out
+
+    def _argument_type(self, arg: ast.expr) -> str | None:
+        """"str|None" where evident; the caller's parameter handed on, after the types its annotation allows
+        ("str|Path@path:0", "@path:0")."""
+        types = self._evident_type(arg)
+        if types is not None:
+            return "|".join(types)
+        scope = self.scope
+        if type(arg) is ast.Name and arg.id in scope.params and not scope.params[arg.id].startswith("*"):
+            return "|".join(scope.declared.get(arg.id, ())) + f"@{arg.id}:{scope.params[arg.id]}"
+        return None
+
     def _key(self, name: str) -> str:
         parent = self.scope.function.key if self.scope.kind == "function" else (
             self.scope.klass.key if self.scope.kind == "class" else "")
@@ -844,6 +980,19 @@ class _Reader:
                 scope.bindings[star.arg] = None
         if positional and function.owner is None:
             scope.first = positional[0].arg
+        shift = 1 if function.owner is not None and not function.static else 0
+        for index, arg in enumerate(positional[shift:]):
+            scope.params[arg.arg] = str(index)
+        scope.params.update((arg.arg, "k") for arg in arguments.kwonlyargs)
+        if arguments.vararg is not None:
+            scope.params[arguments.vararg.arg] = f"*{len(positional) - shift}"
+        annotated = [(arg.arg, arg.annotation) for arg in [*positional[shift:], *arguments.kwonlyargs]]
+        if arguments.vararg is not None:
+            annotated.append(("*" + arguments.vararg.arg, arguments.vararg.annotation))
+        for name, annotation in annotated:
+            types = _annotation_types(annotation)
+            if types:
+                scope.declared[name] = types
         function.switches = _switches(arguments, bound=function.owner is not None and not function.static)
         self.scopes.append(scope)
         saved_lazy, self.lazy_depth = self.lazy_depth, 0
@@ -989,7 +1138,7 @@ class _Reader:
             stmt_line=self.statement_line, text=_chain(node.func), keywords=tuple(keywords), marks=tuple(marks), args=tuple(args),
             literal=literal, mode=mode, lazy=self.lazy_depth > 0, memo=self.memo_depth > 0, shipped=shipped,
             guards=tuple(self.guards), falsy=tuple(falsy), positional=-1 if starred else len(node.args),
-            iterated=id(node) in self.iterated,
+            iterated=id(node) in self.iterated, types=tuple(self._argument_types(node)),
         ))
 
     def _call_arguments(self, node: ast.Call, function: Function) -> list[tuple[str, str]]:
@@ -1370,6 +1519,70 @@ def _suppressions(source: str) -> tuple[dict[int, list[str]], list[str]]:
             lines.setdefault(line, set()).update(codes)
     return ({line: sorted(codes) for line, codes in lines.items()},
             sorted(file_ignores(source)) if "llmdoctor:" in source else [])
+
+
+TYPE_GUARD = "isinstance:"  # a guard on a parameter's type: "isinstance:<parameter>:<position>:<T>|<T>"
+_LITERAL_TYPES = {ast.List: ("list",), ast.ListComp: ("list",), ast.Dict: ("dict",), ast.DictComp: ("dict",),
+                  ast.Tuple: ("tuple",), ast.Set: ("set",), ast.SetComp: ("set",)}
+_MAX_TYPE_DEPTH = 16  # how deep an expression is followed for its type
+_STR_BUILTINS = frozenset({"str", "repr", "format", "chr", "hex", "oct", "ascii"})
+_STR_METHODS = frozenset({"format", "join", "strip", "lstrip", "rstrip", "lower", "upper", "replace", "title",
+                          "capitalize", "removeprefix", "removesuffix", "format_map", "casefold"})
+_TYPING_BUILTINS = {"List": "list", "Dict": "dict", "Tuple": "tuple", "Set": "set", "FrozenSet": "frozenset",
+                    "Text": "str", "NoneType": "None"}
+_OPAQUE_TYPES = frozenset({"Any", "object", "Self", "AnyStr", "TypeVar"})
+
+
+def _type_names(node: ast.expr) -> tuple[str, ...] | None:
+    """The classes `isinstance` is given: `Path`, `pathlib.Path`, `(str, bytes)`; None for anything else."""
+    elements = node.elts if type(node) is ast.Tuple else [node]
+    names = []
+    for element in elements:
+        if type(element) not in (ast.Name, ast.Attribute):
+            return None
+        names.append(_text(element).rsplit(".", 1)[-1])
+    return tuple(names) or None
+
+
+def _annotation_types(node: ast.expr | None, depth: int = 0) -> tuple[str, ...] | None:
+    """The classes an annotation allows (`str`, `Optional[str]` -> str, None; `Union[str, Path]`, `str | None`);
+    None where it says too little (`Any`, a type variable, `Sequence[str]`, a string annotation)."""
+    if node is None:
+        return None
+    kind = type(node)
+    if kind is ast.Constant:
+        return ("None",) if node.value is None else None
+    if kind in (ast.Name, ast.Attribute):
+        name = _text(node).rsplit(".", 1)[-1]
+        if name in _OPAQUE_TYPES or len(name) == 1:
+            return None
+        return (_TYPING_BUILTINS.get(name, name),)
+    if depth > _MAX_TYPE_DEPTH:
+        return None
+    if kind is ast.BinOp and type(node.op) is ast.BitOr:
+        parts = [node.left, node.right]
+    elif kind is ast.Subscript:
+        head = _text(node.value).rsplit(".", 1)[-1]
+        elements = list(node.slice.elts) if type(node.slice) is ast.Tuple else [node.slice]
+        if head == "Optional":
+            parts = [elements[0], ast.Constant(None)]
+        elif head == "Union":
+            parts = elements
+        elif head == "Annotated":
+            parts = elements[:1]
+        elif head in _TYPING_BUILTINS or head in ("list", "dict", "tuple", "set", "frozenset"):
+            return (_TYPING_BUILTINS.get(head, head),)
+        else:
+            return None
+    else:
+        return None
+    found: dict[str, None] = {}
+    for part in parts:
+        types = _annotation_types(part, depth + 1)
+        if types is None:
+            return None
+        found.update(dict.fromkeys(types))
+    return tuple(found)
 
 
 def _is_falsy_literal(node: ast.expr) -> bool:

@@ -31,6 +31,7 @@ from llmdoctor.scan.project.index import (
     IN_CONTAINER,
     LAMBDA,
     MODULE_KEY,
+    TYPE_GUARD,
     Call,
     ClassInfo,
     Function,
@@ -1269,6 +1270,11 @@ class ProjectModel:
         if switches and self.switched_off(call, callee, switches):
             return None
         out = list(call.guards)
+        for need in switches:  # a type the argument must have: the caller's parameter it hands on must have it
+            if need.startswith(TYPE_GUARD):
+                handed = _handed_on(call, need)
+                if handed is not None:
+                    out.append(handed)
         inner, outer = self.nodes[callee].function, self.nodes[caller].function
         if outer.owner is not None and outer.owner == inner.owner:  # `self.m()` within the class
             for name in needs:
@@ -1284,6 +1290,10 @@ class ProjectModel:
         a value of its own (`Message(media_id=key)`): the early return is taken."""
         switches = self.nodes[callee].function.switches
         for guard in guards:
+            if guard.startswith(TYPE_GUARD):
+                if _never_of_type(call, guard):
+                    return True
+                continue
             negated = guard.startswith("!")
             name = guard[1:] if negated else guard
             found = switches.get(name)
@@ -1311,6 +1321,73 @@ class ProjectModel:
         if chain and switches and self.switched_off(call, callee, switches):
             return None
         return chain
+
+
+# ----------------------------------------------------------------------------- argument types
+
+# classes whose instances are never instances of another class but these (`bool` is an `int`), and the classes
+# an instance of them may be one of anyway (`str` is a `Sequence`)
+_BUILTIN_TYPES = frozenset({"str", "bytes", "bytearray", "int", "float", "complex", "bool", "None", "list", "dict",
+                            "tuple", "set", "frozenset"})
+_ABSTRACT_TYPES = frozenset({"object", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
+                             "Container", "Sized", "Hashable", "Reversible", "Mapping", "MutableMapping",
+                             "AbstractSet", "MutableSet", "ByteString", "Buffer", "Number", "Complex", "Real",
+                             "Rational", "Integral", "SupportsInt", "SupportsFloat", "SupportsIndex", "SupportsBytes"})
+
+
+def _arguments_for(call: Call, parameter: str, position: str) -> list[str | None]:
+    """What `call` passes to a parameter at `position` ("0", "k" keyword-only, "*N" the `*args` from N on), one
+    entry of `Call.types` per argument (None: nothing evident); [] where it passes nothing there."""
+    passed = dict(entry.split("=", 1) for entry in call.types)
+    if position.startswith("*"):
+        start = int(position[1:])
+        if call.positional >= 0:
+            return [passed.get(str(index)) for index in range(start, call.positional)]
+        star = next((int(key[1:]) for key in passed if key.startswith("*")), None)
+        if star is None or star < start:
+            return [None]
+        return [passed.get(str(index)) for index in range(start, star)] + [passed[f"*{star}"]]
+    if parameter in call.keywords:
+        return [passed.get(parameter)]
+    if position != "k" and (call.positional < 0 or call.positional > int(position)):
+        return [passed.get(position) if call.positional >= 0 else None]
+    return [None] if "**" in call.keywords else []
+
+
+def _never_of(argument: str | None, types: set[str]) -> bool:
+    """An argument evidently, or by its annotation, of built-in types (`Call.types`: "str|None", "str@message:0")
+    none of which is one of `types`."""
+    argument = argument.split("@", 1)[0] if argument is not None else ""
+    if not argument or types & _ABSTRACT_TYPES:
+        return False
+    return all(kind in _BUILTIN_TYPES and kind not in types and not (kind == "bool" and "int" in types)
+               for kind in argument.split("|"))
+
+
+def _never_of_type(call: Call, guard: str) -> bool:
+    """Whether no argument `call` passes can take an `isinstance` branch (`isinstance:item:0:Path`): each is
+    evidently of another type (a `str` is never a `Path`), or there are none (an empty `*args`)."""
+    _, parameter, position, wanted = guard.split(":", 3)
+    arguments = _arguments_for(call, parameter, position)
+    if not arguments:
+        return position.startswith("*")
+    types = set(wanted.split("|"))
+    return all(_never_of(argument, types) for argument in arguments)
+
+
+def _handed_on(call: Call, guard: str) -> str | None:
+    """The caller's own guard where `call` hands the branch's argument on from one parameter of the caller
+    (`User(*content_items)`, `parse(path)`), its other arguments never of the type; None otherwise."""
+    _, parameter, position, wanted = guard.split(":", 3)
+    types = set(wanted.split("|"))
+    handed = []
+    for argument in _arguments_for(call, parameter, position):
+        if _never_of(argument, types):
+            continue
+        if argument is None or "@" not in argument:
+            return None
+        handed.append(argument.split("@", 1)[1])
+    return f"{TYPE_GUARD}{handed[0]}:{wanted}" if len(handed) == 1 else None
 
 
 # ----------------------------------------------------------------------------- references
