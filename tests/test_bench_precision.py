@@ -33,6 +33,7 @@ def test_every_set_is_present() -> None:
     assert sets.count("holdout5") >= 3 and sets.count("holdout6") >= 3 and sets.count("holdout7") >= 3
     assert sets.count("holdout8") >= 3
     assert sets.count("holdout9") >= 3
+    assert sets.count("holdout10") >= 3
 
 
 def _label(**overrides: object) -> dict:
