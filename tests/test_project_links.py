@@ -1926,6 +1926,49 @@ def test_argument_types_in_the_index():
     assert calls[("caller", "parts")].types == ("0=str@message:0", "1=@path:1", "2=str", "3=str", "*4=int@rest:*2")
 
 
+def test_a_method_handed_to_a_project_function_that_keeps_it_does_not_run_there(tmp_path):
+    """`self.register(self.search)` in `__init__`: `register` stores the method in a `Function` (a class), so
+    the tool runs when an agent calls it, not when the toolkit is built: `unknown`, not `run-once`. A project
+    function that calls what it is handed (`run_now`) runs it in its caller's context."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/tools.py": """
+        import requests
+
+        class Function:
+            def __init__(self, name, entrypoint):
+                self.name, self.entrypoint = name, entrypoint
+
+        class Toolkit:
+            def __init__(self):
+                self.functions = {}
+
+            def register(self, function, sanitize=True):
+                self.functions[function.__name__] = Function(name=function.__name__, entrypoint=function)
+
+        class Search(Toolkit):
+            def __init__(self):
+                super().__init__()
+                self.register(self.search)
+                run_now(self.warm_up)
+
+            def search(self, query):
+                return requests.get("https://api.example.com/search", params={"q": query}).text
+
+            def warm_up(self):
+                return requests.get("https://api.example.com/ping").status_code
+
+        def run_now(step):
+            return step()
+
+        if __name__ == "__main__":
+            Search()
+        """})
+    findings = scan(root, every_context=True)
+    contexts = {(f.line, f.rule): f.extra["context"] for f in findings}
+    assert contexts[(22, "LLM006")] == "unknown"  # search: a tool, run whenever an agent calls it
+    assert contexts[(25, "LLM006")] == "run-once"  # warm_up: run by run_now while the toolkit is built
+    assert [(f.line, f.rule) for f in scan(root)] == [(22, "LLM006")]
+
+
 def test_an_element_of_an_annotated_container_attribute_is_an_instance_of_its_type(tmp_path):
     """`rag_agents: List[RAGAgent]` kept on `self`: `self.rag_agents[i].query()` reaches the agents' `query`
     (the abstract method's overrides), so their per-call client is on the route's path."""

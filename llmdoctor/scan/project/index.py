@@ -148,17 +148,23 @@ class Function:
     # registering decorator; the classes it decorates are the container's elements
     registers: list[str] = field(default_factory=list)
     abstract: bool = False  # a method with no body of its own (`...`, `pass`, `raise NotImplementedError`)
+    # its parameters after self/cls: the positional ones, then "*" and the keyword-only ones (`*args` and
+    # `**kwargs` left out)
+    parameters: list[str] = field(default_factory=list)
+    # the parameters it may run: it calls one (`function()`), or hands it to a call other than a class's
+    # (`Function(entrypoint=function)` keeps it, by the convention that classes are CamelCase)
+    runs: list[str] = field(default_factory=list)
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
                 self.returns_items, self.generator, self.switches, self.switch_attributes, self.registers,
-                self.abstract]
+                self.abstract, self.parameters, self.runs]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
         (key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches,
-         switch_attributes, registers, abstract) = data
+         switch_attributes, registers, abstract, parameters, runs) = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
@@ -168,12 +174,14 @@ class Function:
                 and type(switch_attributes) is dict
                 and (not switch_attributes or all(type(k) is str and type(v) is str
                                                   for k, v in switch_attributes.items()))
-                and type(registers) is list and set(map(type, registers)) <= _STR and type(abstract) is bool):
+                and type(registers) is list and set(map(type, registers)) <= _STR and type(abstract) is bool
+                and type(parameters) is list and _only_strings(parameters)
+                and type(runs) is list and _only_strings(runs)):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
                    [Call.from_json(c) for c in calls], returns, items, generator,
                    {k: list(v) for k, v in switches.items()},
-                   dict(switch_attributes), list(registers), abstract)
+                   dict(switch_attributes), list(registers), abstract, list(parameters), list(runs))
 
 
 @dataclass(slots=True)
@@ -981,6 +989,9 @@ class _Reader:
         if positional and function.owner is None:
             scope.first = positional[0].arg
         shift = 1 if function.owner is not None and not function.static else 0
+        function.parameters = [arg.arg for arg in positional[shift:]]
+        if arguments.kwonlyargs:
+            function.parameters += ["*", *(arg.arg for arg in arguments.kwonlyargs)]
         for index, arg in enumerate(positional[shift:]):
             scope.params[arg.arg] = str(index)
         scope.params.update((arg.arg, "k") for arg in arguments.kwonlyargs)
@@ -1090,6 +1101,8 @@ class _Reader:
                     stack.append(value)
 
     def call(self, node: ast.Call, function: Function, how: int) -> None:
+        if self.scope.params:
+            self._note_parameters_run(node, function)
         ref = self.ref(node.func)
         args = self._call_arguments(node, function)
         if not args and (ref is None or (self.interest is not None and not self.interest.keeps(ref))):
@@ -1140,6 +1153,22 @@ class _Reader:
             guards=tuple(self.guards), falsy=tuple(falsy), positional=-1 if starred else len(node.args),
             iterated=id(node) in self.iterated, types=tuple(self._argument_types(node)),
         ))
+
+    def _note_parameters_run(self, node: ast.Call, function: Function) -> None:
+        """`Function.runs`: a parameter called, or handed to a call other than a class's."""
+        params = self.scope.params
+        func = node.func
+        found = [func.id] if type(func) is ast.Name and func.id in params else []
+        name = func.id if type(func) is ast.Name else (func.attr if type(func) is ast.Attribute else "")
+        if not name[:1].isupper():
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                if type(arg) is ast.Starred:
+                    arg = arg.value
+                if type(arg) is ast.Name and arg.id in params:
+                    found.append(arg.id)
+        for parameter in found:
+            if parameter not in function.runs:
+                function.runs.append(parameter)
 
     def _call_arguments(self, node: ast.Call, function: Function) -> list[tuple[str, str]]:
         """(position or keyword, reference) of the arguments that resolve (not to a builtin); a lambda passed

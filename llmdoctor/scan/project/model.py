@@ -650,9 +650,11 @@ class ProjectModel:
         # (`Tool(function=f)`, `super().__init__(combine_function=self._combine)`); a project function or a
         # known runner runs it
         library = (qualified is not None and last not in self.knowledge.calls_now) or last == "__init__"
+        callees: list[int] = []
         if not library:
             target = self.resolve(node.id, call.ref)
             library = target is not None and target.kind == "class"
+            callees = [] if library else self.callee_nodes(node.id, call)
         for position, ref in call.args:
             if ref in registered:
                 continue  # an entry point of its own, whatever its caller is
@@ -661,7 +663,10 @@ class ProjectModel:
                 continue
             if target.kind == "function":
                 offloaded = (offload and position == "0") or (executor and position == "1")
-                kept = library or position.endswith(IN_CONTAINER)  # stored: it runs when someone reads it
+                # stored: it runs when someone reads it (a project function that neither calls it nor hands it on
+                # keeps it too: `self.register(self.search)`)
+                kept = library or position.endswith(IN_CONTAINER) or (
+                    bool(callees) and not any(self._runs_argument(callee, position) for callee in callees))
                 kind = E_OFFLOAD if offloaded else (E_HANDED if kept else E_REF)
                 node.edges.append((target.node, kind, call))
         spawn = self.knowledge.spawn
@@ -670,6 +675,19 @@ class ProjectModel:
                 target = self._argument_target(node.id, ref)
                 if target is not None and target.kind == "function":
                     self._add_spawned(target.node)
+
+    def _runs_argument(self, callee: int, position: str) -> bool:
+        """Whether a project function may run what a call hands it at `position` ("0" or a keyword): the
+        parameter there is one it calls or hands on (`Function.runs`); an argument landing in `*args` or
+        `**kwargs` may be run."""
+        parameters = self.nodes[callee].function.parameters
+        if position.isdigit():
+            index = int(position)
+            star = parameters.index("*") if "*" in parameters else len(parameters)
+            name = parameters[index] if index < star else None
+        else:
+            name = position if position in parameters else None
+        return name is None or name in self.nodes[callee].function.runs
 
     def _argument_target(self, node_id: int, ref: str) -> Target | None:
         """What an argument hands over: `asyncio.run(main())` hands `main` (the call runs it), `add_route("/",
