@@ -43,6 +43,7 @@ FAMILIES = {
     "gradio_app.py": (("gradio",), "serving"),
     "chainlit_app.py": (("chainlit",), "serving"),
     "grpc_app": (("grpc",), "serving"),
+    "graphql_app.py": (("graphql", "graphql-subscriptions"), "serving"),
     "mcp_fastmcp.py": (("mcp",), "serving"),
     "mcp_lowlevel.py": (("mcp",), "serving"),
     "websockets_server.py": (("websockets",), "serving"),

@@ -23,6 +23,7 @@ import fnmatch
 from dataclasses import dataclass, field
 
 import libcst as cst
+import libcst.matchers as m
 
 from llmdoctor.scan.rule import Rule, frame_of
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
@@ -61,6 +62,7 @@ class Lifetime:
     storing_methods: frozenset[str]
     rare_function_globs: tuple[str, ...]
     pool_kwargs: frozenset[str]
+    transport_kwargs: frozenset[str]
     sleep_calls: frozenset[str]
 
     def rarely_called(self, scope: Scope) -> bool:
@@ -76,6 +78,7 @@ def lifetime(catalog) -> Lifetime:
             storing_methods=frozenset(data.get("storing_methods") or ()),
             rare_function_globs=tuple(data.get("rare_function_globs") or ()),
             pool_kwargs=frozenset(data.get("pool_kwargs") or ()),
+            transport_kwargs=frozenset(data.get("transport_kwargs") or ()),
             sleep_calls=frozenset(data.get("sleep_calls") or ()),
         )
     return found
@@ -260,11 +263,16 @@ class ClientPerCall(Rule):
             if receiver is None or not receiver.pooled or receiver.is_module:
                 return
             constructor = True
-            if callee not in self._knowledge.request_methods and any(
-                    arg.keyword is not None and arg.keyword.value in self._lifetime.pool_kwargs
-                    and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
-                    and not self._builds_pool(arg.value) for arg in node.args):
-                return  # OpenAI(http_client=shared): the SDK client wraps a pool built elsewhere
+            around = self._lifetime.transport_kwargs if callee in self._knowledge.request_methods else \
+                self._lifetime.pool_kwargs | self._lifetime.transport_kwargs
+            if any(arg.keyword is not None and arg.keyword.value in around
+                   and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+                   and not self._builds_pool(arg.value)
+                   # a transport made there (`transport=httpx.HTTPTransport(retries=3)`) is a new pool too
+                   and not (arg.keyword.value in self._lifetime.transport_kwargs
+                            and m.findall(arg.value, m.Call()))
+                   for arg in node.args):
+                return  # OpenAI(http_client=shared), httpx.Client(transport=kept): a pool built elsewhere
         self._open.append(id(node))
         if len(self._open) > 1:
             return  # OpenAI(http_client=httpx.Client()): one finding, on the outer call
