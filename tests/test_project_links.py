@@ -964,6 +964,9 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  run_once:\n    concurrency: [mylib.serve]\n", "unknown key 'concurrency'"),
     ("entrypoints:\n  library_api:\n    names: [chat]\n", "unknown key 'names'"),
     ("entrypoints:\n  library_api:\n    name_globs: chat\n", "key 'entrypoints.library_api.name_globs': must be a list"),
+    ("entrypoints:\n  dev_tooling:\n    routes: [dev]\n", "unknown key 'routes'"),
+    ("entrypoints:\n  dev_tooling:\n    route_segments: dev\n",
+     "key 'entrypoints.dev_tooling.route_segments': must be a list"),
     ("tables:\n  setup_functions: [1]\n", "key 'tables.setup_functions[0]'"),
     ("entrypoints:\n  request:\n    - framework: mine\n      registrations:\n"
      "        - {calls: [mylib.add], argument: 1, unresolved_methods: ['add route']}\n",

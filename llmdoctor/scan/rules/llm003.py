@@ -23,7 +23,6 @@ import fnmatch
 from dataclasses import dataclass, field
 
 import libcst as cst
-import libcst.matchers as m
 
 from llmdoctor.scan.rule import Rule, frame_of
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
@@ -263,14 +262,12 @@ class ClientPerCall(Rule):
             if receiver is None or not receiver.pooled or receiver.is_module:
                 return
             constructor = True
-            around = self._lifetime.transport_kwargs if callee in self._knowledge.request_methods else \
-                self._lifetime.pool_kwargs | self._lifetime.transport_kwargs
+            transports = self._lifetime.transport_kwargs
+            around = transports if callee in self._knowledge.request_methods else \
+                self._lifetime.pool_kwargs | transports
             if any(arg.keyword is not None and arg.keyword.value in around
                    and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
-                   and not self._builds_pool(arg.value)
-                   # a transport made there (`transport=httpx.HTTPTransport(retries=3)`) is a new pool too
-                   and not (arg.keyword.value in self._lifetime.transport_kwargs
-                            and m.findall(arg.value, m.Call()))
+                   and not self._builds_pool(arg.value, any_call=arg.keyword.value in transports)
                    for arg in node.args):
                 return  # OpenAI(http_client=shared), httpx.Client(transport=kept): a pool built elsewhere
         self._open.append(id(node))
@@ -282,12 +279,15 @@ class ClientPerCall(Rule):
             executing.candidates.append(_Candidate(node, self.context.statement, callee, constructor, http,
                                                    tuple(self._loops), self.context.function_key))
 
-    def _builds_pool(self, expr: cst.CSTNode) -> bool:
-        """`expr` contains a call of a pooled constructor (`http_client=httpx.Client()` is a fresh pool)."""
+    def _builds_pool(self, expr: cst.CSTNode, any_call: bool = False) -> bool:
+        """`expr` contains a call of a pooled constructor (`http_client=httpx.Client()` is a fresh pool); with
+        `any_call`, any call (a transport made there, `transport=httpx.HTTPTransport(retries=3)`, is one too)."""
         stack = [expr]
         while stack:
             node = stack.pop()
             if isinstance(node, cst.Call):
+                if any_call:
+                    return True
                 receiver = self._knowledge.receivers.get(self.context.callee_name(node) or "")
                 if receiver is not None and receiver.pooled and not receiver.is_module:
                     return True
