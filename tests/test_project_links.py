@@ -1381,6 +1381,58 @@ def test_a_call_on_an_abstract_method_reaches_the_subclasses_definitions(tmp_pat
     assert found(scan(root)) == [("app/clients.py", 20, "LLM003"), ("app/clients.py", 28, "LLM003")]
 
 
+def test_an_attribute_given_two_values_holds_what_its_class_declares(tmp_path):
+    """phidata's `Agent.model: Optional[Model] = Field(None, alias="provider")`, set to `OpenAIChat()` when
+    unset and narrowed with `cast(Model, self.model)` before the call: the two values leave the declared type,
+    whose abstract `aresponse` reaches every model class's own. A pydantic `Field(...)` (or dataclasses'
+    `field(...)`) says nothing of the value; the annotation does."""
+    root = write(tmp_path, {"app/models.py": """
+        import httpx
+
+        class Model:
+            async def aresponse(self, messages):
+                raise NotImplementedError
+
+        class OpenAIChat(Model):
+            async def aresponse(self, messages):
+                async with httpx.AsyncClient() as client:
+                    return await client.post("https://api.openai.com/v1/chat/completions", json=messages)
+
+        class Claude(Model):
+            async def aresponse(self, messages):
+                async with httpx.AsyncClient() as client:
+                    return await client.post("https://api.anthropic.com/v1/messages", json=messages)
+        """, "app/server.py": """
+        from typing import Optional, cast
+        from fastapi import FastAPI
+        from pydantic import BaseModel, Field
+        from app.models import Model, OpenAIChat
+
+        app = FastAPI()
+
+        class Agent(BaseModel):
+            model: Optional[Model] = Field(None, alias="provider")
+
+            def update_model(self):
+                if self.model is None:
+                    self.model = OpenAIChat()
+
+            async def arun(self, messages):
+                self.update_model()
+                self.model = cast(Model, self.model)
+                return await self.model.aresponse(messages)
+
+        agent = Agent()
+
+        @app.post("/run")
+        async def run(messages: list):
+            return await agent.arun(messages)
+        """})
+    findings = scan(root)
+    assert found(findings) == [("app/models.py", 10, "LLM003"), ("app/models.py", 15, "LLM003")]
+    assert [step["function"] for step in findings[1].extra["via"]] == ["run", "Agent.arun", "Claude.aresponse"]
+
+
 def test_a_malformed_container_reference_resolves_to_nothing(tmp_path, monkeypatch):
     """A reference read back from a cache file is only shape-checked: `A:` without its braces is unknown."""
     from llmdoctor.scan.project import link

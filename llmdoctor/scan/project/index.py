@@ -55,6 +55,8 @@ _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
 IN_CONTAINER = "[]"  # an argument position's suffix: the reference is an element of a tuple/list passed there
 CONTAINER = "A:"  # a container literal's reference: "A:{<member>|<member>}", an element is one of the members
 MAX_MEMBERS = 32  # a longer literal is data, not a table of implementations
+# class-level field declarations whose call says nothing of the value (pydantic, dataclasses, attrs, SQLModel)
+FIELD_SPECIFIERS = frozenset({"Field", "field", "PrivateAttr", "attrib", "ib"})
 
 
 @dataclass(slots=True)
@@ -341,6 +343,7 @@ class _Reader:
         self.imported_names: set[str] = set()  # module-level names an import binds
         self._returns_seen: dict[str, int] = {}
         self._attribute_values: dict[tuple[str, str], set[str]] = {}  # (class, attribute) -> values known
+        self._declared_attributes: dict[tuple[str, str], str] = {}  # (class, attribute) -> its class-level type
         self.interest = None
         self.handed_lambdas: set[int] = set()
 
@@ -476,6 +479,8 @@ class _Reader:
         kind = type(expr)
         if kind is ast.Await:
             return self.value_ref(expr.value)
+        if kind is ast.Call and len(expr.args) == 2 and _text(expr.func).rsplit(".", 1)[-1] == "cast":
+            return self.annotation_ref(expr.args[0])  # `typing.cast(Model, self.model)` holds a Model
         if kind is ast.Call or kind is ast.Name or kind is ast.Attribute or kind is ast.Subscript:
             return self.ref(expr)
         if kind is ast.BoolOp or kind is ast.IfExp:
@@ -769,7 +774,9 @@ class _Reader:
         seen = self._attribute_values.setdefault((klass.key, name), set())
         if value is not None:
             seen.add(value)
-        klass.attributes[name] = next(iter(seen)) if len(seen) == 1 else None
+        # two different values: the type the class declares for it (`model: Model`, each value a subclass)
+        klass.attributes[name] = next(iter(seen)) if len(seen) == 1 else \
+            self._declared_attributes.get((klass.key, name))
 
     def _method_class(self) -> ClassInfo | None:
         for scope in reversed(self.scopes):
@@ -1030,8 +1037,16 @@ class _Reader:
         for statement in node.body:  # class-level `x: T` / `x = T()` types `self.x`
             kind = type(statement)
             if kind is ast.AnnAssign and type(statement.target) is ast.Name:
-                value = self.value_ref(statement.value) if statement.value is not None else None
-                klass.attributes[statement.target.id] = value or self.annotation_ref(statement.annotation)
+                declared = self.annotation_ref(statement.annotation)
+                value = statement.value
+                if value is not None and not (type(value) is ast.Call and
+                                              _text(value.func).rsplit(".", 1)[-1] in FIELD_SPECIFIERS):
+                    value = self.value_ref(value)
+                else:  # `model: Optional[Model] = Field(None, alias="provider")`: the annotation says what it holds
+                    value = None
+                klass.attributes[statement.target.id] = value or declared
+                if declared is not None:
+                    self._declared_attributes[(key, statement.target.id)] = declared
             elif kind is ast.Assign and len(statement.targets) == 1 and type(statement.targets[0]) is ast.Name:
                 value = self.value_ref(statement.value)
                 if value is not None:
