@@ -1433,6 +1433,50 @@ def test_an_attribute_given_two_values_holds_what_its_class_declares(tmp_path):
     assert [step["function"] for step in findings[1].extra["via"]] == ["run", "Agent.arun", "Claude.aresponse"]
 
 
+def test_a_decorator_applied_as_a_call_makes_the_same_entry_point(tmp_path):
+    """mcp-agent's CLI registers its typer commands by hand, `app_cmd.command(name="cancel")(cancel_workflow)`,
+    and each command runs its coroutine through a project helper that calls `asyncio.run(coro)`: run-once, as
+    with `@app_cmd.command()`. The same for a route: `app.post("/chat")(chat)` serves."""
+    root = write(tmp_path, {"app/utils.py": """
+        import asyncio
+
+        def run_async(coro):
+            try:
+                return asyncio.run(coro)
+            except RuntimeError:
+                raise
+        """, "app/cli.py": """
+        import typer
+        from app.utils import run_async
+
+        async def _cancel_async(run_id: str):
+            with open("credentials.json") as f:
+                return f.read()
+
+        def cancel(run_id: str):
+            run_async(_cancel_async(run_id))
+
+        app_cmd = typer.Typer()
+        app_cmd.command(name="cancel")(cancel)
+        """, "app/server.py": """
+        from fastapi import FastAPI
+
+        app = FastAPI()
+
+        async def chat(data: dict):
+            with open("history.json") as f:
+                return f.read()
+
+        app.post("/chat")(chat)
+        """})
+    findings = scan(root, every_context=True)
+    assert [(f.path, f.line, f.extra["context"]) for f in findings if f.rule == "LLM004"] == [
+        ("app/cli.py", 6, "run-once"), ("app/server.py", 7, "serving")]
+    chat = next(f for f in findings if f.path == "app/server.py")
+    assert chat.extra["entry"]["route"] == "POST /chat"
+    assert found(scan(root)) == [("app/server.py", 7, "LLM004")]
+
+
 def test_a_malformed_container_reference_resolves_to_nothing(tmp_path, monkeypatch):
     """A reference read back from a cache file is only shape-checked: `A:` without its braces is unknown."""
     from llmdoctor.scan.project import link

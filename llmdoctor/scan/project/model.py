@@ -701,6 +701,8 @@ class ProjectModel:
     def _registrations(self, node: Node, call: Call, qualified: str | None) -> set[str]:
         """Mark what `call` registers (request entry points, run-once entries); the references registered."""
         registered: set[str] = set()
+        if qualified is not None and call.ref.endswith(CALLED):  # `app.command(name="cancel")(cancel)`
+            self._decorated_by_hand(node, call, qualified, registered)
         if qualified is None:  # `router.add_api_route("/x", f)` on a router of unknown type
             method = call.text.rsplit(".", 1)[-1] if "." in call.text else ""
             if not method or not (call.literal or "").startswith("/"):
@@ -727,6 +729,28 @@ class ProjectModel:
                         if registration.serving_loop:
                             self._add_hook(target)
         return registered
+
+    def _decorated_by_hand(self, node: Node, call: Call, qualified: str, registered: set[str]) -> None:
+        """A decorator applied as a call, `app.command(name="cancel")(cancel)` or `app.get("/x")(handler)`: the
+        function handed over is an entry point as if it were decorated."""
+        ref = next((ref for position, ref in call.args if position == "0"), None)
+        target = self._argument_target(node.id, ref) if ref is not None and len(call.args) == 1 else None
+        if target is None or target.kind != "function":
+            return
+        found = self.knowledge.request_decorator(qualified)
+        if found is not None:
+            inner = next((c for c in node.function.calls if c.line == call.line and c.ref == call.ref[:-len(CALLED)]),
+                         None)
+            literal = inner.literal if inner is not None else None
+            route = _route(inner.text, literal) if literal and literal.startswith("/") else ""
+            self._add_entry(Entry(target.node, found[0], found[1], route))
+        elif self.knowledge.once_decorators.match(qualified):
+            self._add_once(target.node)
+            if self.knowledge.hook_decorators.match(qualified):
+                self._add_hook(target.node)
+        else:
+            return
+        registered.add(ref)
 
     def _private_loop_argument(self, node_id: int, call: Call, loop: tuple[int, str, Patterns]) -> bool:
         """`run_coroutine_threadsafe(coro, self.loop)` where `self.loop = asyncio.new_event_loop()`: a loop of its
