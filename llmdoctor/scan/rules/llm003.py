@@ -266,7 +266,7 @@ class ClientPerCall(Rule):
             around = transports if callee in self._knowledge.request_methods else \
                 self._lifetime.pool_kwargs | transports
             if any(arg.keyword is not None and arg.keyword.value in around
-                   and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+                   and not _may_be_none(arg.value)
                    and not self._builds_pool(arg.value, any_call=arg.keyword.value in transports)
                    for arg in node.args):
                 return  # OpenAI(http_client=shared), httpx.Client(transport=kept): a pool built elsewhere
@@ -383,3 +383,11 @@ def _closure(escaped: set[str], sources: dict[str, set[str]]) -> set[str]:
                     seen.add(source)
                     work.append(source)
     return seen
+
+
+def _may_be_none(value: cst.BaseExpression) -> bool:
+    """`None`, or a conditional with a `None` branch (`http_client=c.http_client if c.has_pool else None`):
+    no pool is handed over, or not always, so the client builds its own."""
+    if isinstance(value, cst.IfExp):
+        return _may_be_none(value.body) or _may_be_none(value.orelse)
+    return isinstance(value, cst.Name) and value.value == "None"
