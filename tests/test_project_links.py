@@ -1477,6 +1477,32 @@ def test_a_decorator_applied_as_a_call_makes_the_same_entry_point(tmp_path):
     assert found(scan(root)) == [("app/server.py", 7, "LLM004")]
 
 
+def test_an_examples_main_does_not_make_the_library_it_demonstrates_run_once(tmp_path):
+    """mcp-agent's `examples/tracing/llm/main.py` runs the OpenAI completion task once under `__main__`: the task,
+    library code named like a model API operation, stays `unknown` and is reported; the example itself is
+    offline."""
+    root = write(tmp_path, {"lib/llm.py": """
+        from openai import AsyncOpenAI
+
+        async def chat_completion(messages):
+            async with AsyncOpenAI() as client:
+                return await client.chat.completions.create(model="m", messages=messages, stream=True)
+        """, "examples/demo/main.py": """
+        import asyncio
+        from lib.llm import chat_completion
+
+        async def main():
+            print(await chat_completion([{"role": "user", "content": "hi"}]))
+
+        if __name__ == "__main__":
+            asyncio.run(main())
+        """})
+    findings = scan(root, every_context=True)
+    assert [(f.path, f.line, f.extra["context"]) for f in findings if f.rule == "LLM003"] == [
+        ("lib/llm.py", 5, "unknown")]
+    assert found(scan(root), "LLM003") == [("lib/llm.py", 5, "LLM003")]
+
+
 def test_a_malformed_container_reference_resolves_to_nothing(tmp_path, monkeypatch):
     """A reference read back from a cache file is only shape-checked: `A:` without its braces is unknown."""
     from llmdoctor.scan.project import link

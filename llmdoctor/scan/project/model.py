@@ -219,7 +219,9 @@ class ProjectModel:
         if self._declared:
             self._data_plane, self._data_plane_parent = self._reach(
                 [n for n in self.entries if n not in self._declared], through_cached=False)
-        self._once, self._once_parent = self._reach(sorted(self.once), skip=E_HANDED)
+        # an example's `__main__` runs the library once for a demo; the library's callers are not told by it
+        self._once, self._once_parent = self._reach(
+            sorted(n for n in self.once if not self._is_example(self.nodes[n].path)), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
         self._beside_requests: set[int] | None = None  # (_running_beside_requests)
         self._api: tuple[set[int], dict[int, tuple[int, Call | None]]] | None = None  # (_library_api)
