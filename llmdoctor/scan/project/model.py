@@ -203,6 +203,7 @@ class ProjectModel:
                 self.test_modules.add(path)
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
+        self._examples: dict[str, bool] = {}  # path -> under an example folder (_is_example)
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self.hooks: set[int] = set()  # a server's start-up hooks: run once, on the loop that serves requests
         self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}  # (empty while it is worked out)
@@ -1119,6 +1120,12 @@ class ProjectModel:
     def _is_example(self, path: str) -> bool:
         """Under an examples/benchmarks folder of the project, or of the folder the scan runs in (a nested
         project such as `examples/pyproject.toml`)."""
+        found = self._examples.get(path)
+        if found is None:
+            found = self._examples[path] = self._under_example_paths(path)
+        return found
+
+    def _under_example_paths(self, path: str) -> bool:
         names = [self.layout.relative(path)]
         if self.display is not None:
             shown = self.display(path)
