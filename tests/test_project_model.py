@@ -62,6 +62,7 @@ FAMILIES = {
     "rq_app": (("celery/rq/dramatiq/huey/modal",), "worker"),
     "dramatiq_actors.py": (("celery/rq/dramatiq/huey/modal",), "worker"),
     "huey_tasks.py": (("celery/rq/dramatiq/huey/modal",), "worker"),
+    "temporal_activities.py": (("temporal",), "worker"),
 }
 
 
