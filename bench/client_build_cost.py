@@ -1,0 +1,50 @@
+"""How long building an AWS SDK client takes: the figures sdk-http.yaml quotes in LLM003's message for boto3.
+
+    python bench/client_build_cost.py [--repeat 20]
+
+Needs boto3 (not a dependency of llmdoctor: `pip install boto3`); no network and no AWS credentials are used
+(a client is built, never called). Each figure is the median of `--repeat` builds in a process that has already
+built one client, as a request handler of a running server would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+
+def median_ms(build, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        build()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    try:
+        import boto3
+    except ImportError:
+        print("boto3 is not installed: pip install boto3", file=sys.stderr)
+        return 2
+    region = {"region_name": "us-east-1"}
+    boto3.client("bedrock-runtime", **region)  # imports and the default session's loader caches, once
+    print(f"boto3 {boto3.__version__}, median of {args.repeat}")
+    cases = {
+        'boto3.client("bedrock-runtime")': lambda: boto3.client("bedrock-runtime", **region),
+        'boto3.client("s3")': lambda: boto3.client("s3", **region),
+        'boto3.Session().client("bedrock-runtime")': lambda: boto3.Session().client("bedrock-runtime", **region),
+    }
+    for name, build in cases.items():
+        print(f"  {name:45s} {median_ms(build, args.repeat):7.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
