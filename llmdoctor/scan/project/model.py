@@ -204,6 +204,7 @@ class ProjectModel:
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
         self._examples: dict[str, bool] = {}  # path -> under an example folder (_is_example)
+        self._example_match: Callable[[str], re.Match | None] | None = None
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self.hooks: set[int] = set()  # a server's start-up hooks: run once, on the loop that serves requests
         self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}  # (empty while it is worked out)
@@ -1131,7 +1132,9 @@ class ProjectModel:
             shown = self.display(path)
             if not shown.startswith(("/", "..")):
                 names.append(shown)
-        return any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in self.knowledge.example_paths)
+        if self._example_match is None:
+            self._example_match = _any_of(self.knowledge.example_paths).fullmatch
+        return any(self._example_match(name) for name in names)
 
     # ------------------------------------------------------------------ contexts
 
