@@ -204,7 +204,7 @@ class ProjectModel:
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
         self._examples: dict[str, bool] = {}  # path -> under an example folder (_is_example)
-        self._example_match: Callable[[str], re.Match | None] | None = None
+        self._example_path = _any_of(knowledge.example_paths).fullmatch
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self.hooks: set[int] = set()  # a server's start-up hooks: run once, on the loop that serves requests
         self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}  # (empty while it is worked out)
@@ -599,29 +599,33 @@ class ProjectModel:
     def _decorators(self, node: Node) -> None:
         for decorator in node.function.decorators:
             qualified = self.qualified(node.id, decorator.ref)
-            names = [qualified] if qualified else []
             if self.cache_decorators.match(qualified or decorator.text) is not None:
                 node.cached = True
                 continue
-            found = next((self.knowledge.request_decorator(name) for name in names
-                          if self.knowledge.request_decorator(name)), None)
+            found = self.knowledge.request_decorator(qualified) if qualified else None
             if found is not None:
-                route = ""
-                if decorator.literal is not None and decorator.literal.startswith("/"):
-                    route = _route(decorator.text, decorator.literal)
-                self._add_entry(Entry(node.id, found[0], found[1], route))
+                self._add_decorated_entry(node.id, found, decorator.text, decorator.literal)
                 continue
             if self.knowledge.once_decorators.match(qualified) or (
                     self.knowledge.once_decorators.match(decorator.text) and self._receiver_known(node, decorator)):
-                self._add_once(node.id)
-                if self.knowledge.hook_decorators.match(qualified or decorator.text):
-                    self._add_hook(node.id)
+                self._add_decorated_once(node.id, qualified or decorator.text)
                 continue
             if (qualified is None and decorator.called and decorator.literal is not None
                     and decorator.literal.startswith("/") and "." in decorator.text
                     and decorator.text.rsplit(".", 1)[-1] in ROUTE_METHODS):
                 route = _route(decorator.text, decorator.literal)  # `@api.post("/chat")` on an app we cannot type
                 self._default_entry(Entry(node.id, "route", INTERACTIVE, route))
+
+    def _add_decorated_entry(self, node_id: int, found: tuple[str, str], decorator: str, literal: str | None) -> None:
+        """A request entry point a decorator makes (`found`: framework, kind), with the route its literal names."""
+        route = _route(decorator, literal) if literal is not None and literal.startswith("/") else ""
+        self._add_entry(Entry(node_id, found[0], found[1], route))
+
+    def _add_decorated_once(self, node_id: int, decorator: str) -> None:
+        """A run-once entry a decorator makes; a start-up hook's runs on the loop that serves requests."""
+        self._add_once(node_id)
+        if self.knowledge.hook_decorators.match(decorator):
+            self._add_hook(node_id)
 
     def _add_entry(self, entry: Entry) -> None:
         """An entry point; where two decorators say different things, someone waiting (interactive) wins."""
@@ -742,16 +746,12 @@ class ProjectModel:
         if target is None or target.kind != "function":
             return
         found = self.knowledge.request_decorator(qualified)
-        if found is not None:
+        if found is not None:  # the route is the decorator call's literal: `app.get("/x")`, the call inside
             inner = next((c for c in node.function.calls if c.line == call.line and c.ref == call.ref[:-len(CALLED)]),
                          None)
-            literal = inner.literal if inner is not None else None
-            route = _route(inner.text, literal) if literal and literal.startswith("/") else ""
-            self._add_entry(Entry(target.node, found[0], found[1], route))
+            self._add_decorated_entry(target.node, found, inner.text if inner else "", inner.literal if inner else None)
         elif self.knowledge.once_decorators.match(qualified):
-            self._add_once(target.node)
-            if self.knowledge.hook_decorators.match(qualified):
-                self._add_hook(target.node)
+            self._add_decorated_once(target.node, qualified)
         else:
             return
         registered.add(ref)
@@ -1123,18 +1123,13 @@ class ProjectModel:
         project such as `examples/pyproject.toml`)."""
         found = self._examples.get(path)
         if found is None:
-            found = self._examples[path] = self._under_example_paths(path)
+            names = [self.layout.relative(path)]
+            if self.display is not None:
+                shown = self.display(path)
+                if not shown.startswith(("/", "..")):
+                    names.append(shown)
+            found = self._examples[path] = any(self._example_path(name) for name in names)
         return found
-
-    def _under_example_paths(self, path: str) -> bool:
-        names = [self.layout.relative(path)]
-        if self.display is not None:
-            shown = self.display(path)
-            if not shown.startswith(("/", "..")):
-                names.append(shown)
-        if self._example_match is None:
-            self._example_match = _any_of(self.knowledge.example_paths).fullmatch
-        return any(self._example_match(name) for name in names)
 
     # ------------------------------------------------------------------ contexts
 

@@ -1,0 +1,31 @@
+"""bench/client_build_cost.py, the source of the boto3 build times LLM003 quotes: its bad input is a message and
+exit code 2, not a traceback."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "client_build_cost.py"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("repeat", ["0", "-3", "x"])
+def test_a_repeat_that_is_not_a_positive_count_is_refused(repeat):
+    result = run("--repeat", repeat)
+    assert result.returncode == 2
+    assert f"argument --repeat: '{repeat}' is not a whole number of builds, 1 or more" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("boto3") is not None, reason="boto3 is installed here")
+def test_without_boto3_it_says_how_to_get_it():
+    result = run()
+    assert (result.returncode, result.stderr.strip()) == (2, "boto3 is not installed: pip install boto3")
