@@ -799,6 +799,30 @@ def test_an_import_relative_to_a_folder_inside_the_package_resolves_as_a_last_re
     assert found(scan(root)) == [("backend/server/app.py", 8, "LLM004"), ("backend/server/utils.py", 5, "LLM003")]
 
 
+def test_a_template_folder_inside_a_package_imports_the_package_not_its_same_named_module(tmp_path):
+    # embedchain's `embedchain/deployment/fly.io/app.py` runs `from embedchain import App`: the installed
+    # package (embedchain/__init__.py), not embedchain/embedchain.py found by putting the package folder on the path
+    root = write(tmp_path, {"pkg/__init__.py": "from pkg.app import App\n",
+                            "pkg/pkg.py": "class Other:\n    pass\n",
+                            "pkg/clients.py": CLIENTS, "pkg/app.py": """
+        from pkg.clients import fetch_user
+
+        class App:
+            def add(self, uid):
+                return fetch_user(uid)
+        """, "pkg/deployment/fly.io/app.py": """
+        from fastapi import FastAPI
+        from pkg import App
+        app = FastAPI()
+        embedded = App()
+
+        @app.post("/add")
+        async def add(uid: int):
+            return embedded.add(uid)
+        """})
+    assert ("pkg/deployment/fly.io/app.py", 9, "LLM004") in found(scan(root))
+
+
 def test_a_context_verdict_may_name_several_flags_and_a_bad_one_names_the_file(tmp_path):
     import shutil
 

@@ -93,9 +93,10 @@ class Layout:
     def search_roots(self, importer: str) -> list[str]:
         """Folders an absolute import from `importer` is looked up in, nearest first: the first folder above
         the importer's package (where `python -m` or a script would run), each folder above it up to the
-        project root, and the root's `src/`; then, as a last resort, the folders inside the importer's
-        package, from its own folder up (a server started from `backend/` that imports `server.utils`, or a
-        `sys.path` edit that puts its folder first). `absolute` skips those inner folders for a library's name
+        project root that is not itself a package, and the root's `src/`; then, as a last resort, the folders
+        inside the importer's package, from its own folder up (a server started from `backend/` that imports
+        `server.utils`, or a `sys.path` edit that puts its folder first), and the package folders above it (a
+        template `pkg/deployment/fly.io/app.py` that imports `pkg` means the package, not `pkg/pkg.py`). `absolute` skips those inner folders for a library's name
         (`from openai import OpenAI` inside a project folder `integrations/openai/` is the SDK)."""
         return self._search_roots(importer)[0]
 
@@ -110,9 +111,12 @@ class Layout:
         while os.path.join(current, "__init__.py") in self.files and current != self.root:
             inner.append(current)
             current = os.path.dirname(current)
-        roots = []
+        roots, packages_above = [], []
         while True:
-            roots.append(current)
+            if current in (folder, self.root) or os.path.join(current, "__init__.py") not in self.files:
+                roots.append(current)
+            else:
+                packages_above.append(current)
             if current == self.root or not current.startswith(self.root):
                 break
             current = os.path.dirname(current)
@@ -120,7 +124,7 @@ class Layout:
         if source in self.dirs and source not in roots:
             roots.append(source)
         outer = len(roots)
-        roots += inner
+        roots += inner + packages_above
         self._bases[folder] = (roots, outer)
         return roots, outer
 
