@@ -800,8 +800,8 @@ def test_an_import_relative_to_a_folder_inside_the_package_resolves_as_a_last_re
 
 
 def test_a_template_folder_inside_a_package_imports_the_package_not_its_same_named_module(tmp_path):
-    # embedchain's `embedchain/deployment/fly.io/app.py` runs `from embedchain import App`: the installed
-    # package (embedchain/__init__.py), not embedchain/embedchain.py found by putting the package folder on the path
+    # embedchain's `embedchain/deployment/fly.io/app.py` runs `from embedchain import App`: the package
+    # (embedchain/__init__.py), not embedchain/embedchain.py found by putting the package folder on the path
     root = write(tmp_path, {"pkg/__init__.py": "from pkg.app import App\n",
                             "pkg/pkg.py": "class Other:\n    pass\n",
                             "pkg/clients.py": CLIENTS, "pkg/app.py": """

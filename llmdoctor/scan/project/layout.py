@@ -96,8 +96,9 @@ class Layout:
         project root that is not itself a package, and the root's `src/`; then, as a last resort, the folders
         inside the importer's package, from its own folder up (a server started from `backend/` that imports
         `server.utils`, or a `sys.path` edit that puts its folder first), and the package folders above it (a
-        template `pkg/deployment/fly.io/app.py` that imports `pkg` means the package, not `pkg/pkg.py`). `absolute` skips those inner folders for a library's name
-        (`from openai import OpenAI` inside a project folder `integrations/openai/` is the SDK)."""
+        template `pkg/deployment/fly.io/app.py` that imports `pkg` means the package, not `pkg/pkg.py`).
+        `absolute` skips those inner folders for a library's name (`from openai import OpenAI` inside a
+        project folder `integrations/openai/` is the SDK)."""
         return self._search_roots(importer)[0]
 
     def _search_roots(self, importer: str) -> tuple[list[str], int]:
