@@ -133,6 +133,24 @@ def test_every_request_method_of_a_sync_client_blocks_not_only_generation():
     assert found[3].fix.startswith("use `await litellm.aembedding(...)`")
 
 
+def test_batch_job_and_file_operations_of_a_sync_client_block():
+    # a batch gateway polling, fetching and cancelling jobs from async handlers (airlock-llm's backends);
+    # methods read from the mistralai 3.7.0 and google-genai 3.6.1 wheels (rules/sdk-*.yaml `verified`)
+    found = findings("""
+        from google import genai
+        from mistralai.client import Mistral
+        mistral = Mistral(api_key="k")
+        gemini = genai.Client()
+        async def poll(job_id):
+            job = mistral.batch.jobs.get(job_id=job_id)
+            mistral.files.download(file_id=job.output_file)
+            mistral.batch.jobs.cancel(job_id=job_id)
+            batch = gemini.batches.get(name=job_id)
+            return gemini.files.download(file=batch.dest.file_name)
+        """)
+    assert [f.line for f in found] == [7, 8, 9, 10, 11]
+
+
 def test_transparent_spellings_resolve():
     source = """
         from openai import OpenAI
