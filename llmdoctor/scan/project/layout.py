@@ -114,7 +114,7 @@ class Layout:
             current = os.path.dirname(current)
         roots, packages_above = [], []
         while True:
-            if current in (folder, self.root) or os.path.join(current, "__init__.py") not in self.files:
+            if current == self.root or os.path.join(current, "__init__.py") not in self.files:
                 roots.append(current)
             else:
                 packages_above.append(current)
