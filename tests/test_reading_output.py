@@ -90,3 +90,32 @@ def test_progress_bar_on_a_terminal_only_and_never_with_json(tmp_path):
     piped = subprocess.run([llmdoctor_executable(), "scan", "--no-cache", "-j", "1", str(python)], capture_output=True,
                            text=True, env={**os.environ, **fast}, cwd=tmp_path, check=False)
     assert piped.stderr == ""
+
+
+def test_progress_updates_from_many_threads_open_one_bar(monkeypatch, capsys):
+    """tokens counts on worker threads: the first updates race to open the bar (a KeyError from rich before)."""
+    import threading
+
+    from llmdoctor.report.progress import Progress
+
+    monkeypatch.setenv("LLMDOCTOR_PROGRESS_AFTER_S", "0")
+    for _ in range(20):
+        progress = Progress("counting", enabled=True)
+        start = threading.Barrier(8)
+        errors = []
+
+        def work(progress=progress, start=start, errors=errors):
+            start.wait()
+            try:
+                for done in range(1, 50):
+                    progress.update(done, 100)
+            except Exception as error:  # noqa: BLE001 - any error from the bar is the failure
+                errors.append(error)
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        progress.close()
+        assert errors == []

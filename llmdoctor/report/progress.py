@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import final
 
@@ -15,7 +16,7 @@ SHOW_AFTER_S = 0.5  # a run that ends sooner never shows a bar (a warm scan, a h
 
 @final
 class Progress:
-    """`update(done, total)` after each unit of work; `close()` at the end (also on errors)."""
+    """`update(done, total)` after each unit of work, from any thread; `close()` at the end (also on errors)."""
 
     def __init__(self, label: str, enabled: bool) -> None:
         self.label = label
@@ -24,6 +25,7 @@ class Progress:
         self._after = float(os.environ.get("LLMDOCTOR_PROGRESS_AFTER_S", SHOW_AFTER_S))  # tests set 0
         self._bar = None
         self._task = None
+        self._lock = threading.Lock()  # tokens counts on worker threads: one bar, opened once
 
     @classmethod
     def for_report(cls, label: str, fmt: str) -> Progress:
@@ -32,11 +34,12 @@ class Progress:
     def update(self, done: int, total: int) -> None:
         if not self.enabled:
             return
-        if self._bar is None:
-            if time.monotonic() - self._start < self._after or done >= total:
-                return
-            self._open(total)
-        self._bar.update(self._task, completed=done, total=total)
+        with self._lock:
+            if self._bar is None:
+                if time.monotonic() - self._start < self._after or done >= total:
+                    return
+                self._open(total)
+            self._bar.update(self._task, completed=done, total=total)
 
     def _open(self, total: int) -> None:
         from rich.console import Console
@@ -50,9 +53,10 @@ class Progress:
         self._task = self._bar.add_task(self.label, total=total)
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
+        with self._lock:
+            if self._bar is not None:
+                self._bar.stop()
+                self._bar = None
 
     def __enter__(self) -> Progress:
         return self

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -360,12 +361,14 @@ class Counter:
         `progress(done, total)` after each text."""
         total = sum(len(pending) for pending in self._pending.values())
         done = 0
+        counting = threading.Lock()  # advance runs on count_texts' worker threads
 
         def advance() -> None:
             nonlocal done
-            done += 1
-            if progress is not None:
-                progress(done, total)
+            with counting:
+                done += 1
+                if progress is not None:
+                    progress(done, total)
 
         for encoding_name, pending in self._pending.items():
             if encoding_name == HF_KEY:
