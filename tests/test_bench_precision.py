@@ -36,6 +36,7 @@ def test_every_set_is_present() -> None:
     assert sets.count("holdout10") >= 3
     assert sets.count("holdout11") >= 3
     assert sets.count("holdout12") >= 3
+    assert sets.count("holdout13") >= 3
 
 
 def _label(**overrides: object) -> dict:
