@@ -992,6 +992,13 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  dev_tooling:\n    route_segments: dev\n",
      "key 'entrypoints.dev_tooling.route_segments': must be a list"),
     ("tables:\n  setup_functions: [1]\n", "key 'tables.setup_functions[0]'"),
+    ("entrypoints:\n  scheduled:\n    jobs: [mylib.every]\n", "unknown key 'jobs'"),
+    (("entrypoints:\n  scheduled:\n    registrations:\n      - {calls: [mylib.add_job], argument: 0,"
+      " trigger: {argument: 1, keyword: trigger, once: date}}\n"),
+     "key 'entrypoints.scheduled.registrations[0].trigger': must be a list"),
+    (("entrypoints:\n  scheduled:\n    registrations:\n      - {calls: [mylib.add_job], argument: 0,"
+      " trigger: {keyword: trigger}}\n"),
+     "key 'entrypoints.scheduled.registrations[0].trigger': 'argument' must be a position"),
     ("entrypoints:\n  request:\n    - framework: mine\n      registrations:\n"
      "        - {calls: [mylib.add], argument: 1, unresolved_methods: ['add route']}\n",
      "'unresolved_methods' must be method names"),
@@ -2212,3 +2219,80 @@ def test_a_method_handed_to_a_constructor_is_not_run_by_it(tmp_path):
         """})
     every = {(f.line, f.rule): f.extra["context"] for f in scan(root, every_context=True)}
     assert every[(17, "LLM005")] == "unknown"
+
+
+SCHEDULER = """
+    import requests
+    from pathlib import Path
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+    from fastapi import FastAPI
+    app = FastAPI()
+    scheduler = AsyncIOScheduler()
+
+    async def tick():
+        wishes = Path("wishlist.json").read_text()  # a small file once per period: not reported
+        requests.post("https://hooks.example/tick", data=wishes)  # waits on a peer: reported, and no timeout
+
+    async def catch_up():
+        Path("backlog.json").read_text()
+
+    @app.on_event("startup")
+    async def start():
+        scheduler.add_job(tick, "interval", minutes=5)
+        scheduler.add_job(catch_up, trigger="date")  # runs once, now: not a periodic job
+        scheduler.start()
+    """
+
+
+def test_a_job_a_scheduler_repeats_is_scheduled_and_reports_only_what_waits_on_more_than_a_file(tmp_path):
+    root = write(tmp_path, {"app.py": SCHEDULER})
+    every = [(f.line, f.rule, f.extra["context"]) for f in scan(root, every_context=True)]
+    assert every == [(10, "LLM004", "scheduled"), (11, "LLM003", "scheduled"), (11, "LLM004", "scheduled"),
+                     (11, "LLM006", "scheduled"), (14, "LLM004", "unknown")]
+    assert [(f.line, f.rule) for f in scan(root)] == [(11, "LLM004"), (11, "LLM006"), (14, "LLM004")]
+
+
+@pytest.mark.parametrize("registration", [
+    "import schedule\nschedule.every(5).minutes.do(tick)\n",
+    "from fastapi_utils.tasks import repeat_every\nrepeat_every(seconds=300)(tick)\n",
+    "import aiocron\naiocron.crontab('*/5 * * * *', func=tick)\n",
+    "from apscheduler.schedulers.background import BackgroundScheduler\nBackgroundScheduler().add_job(tick, 'cron',"
+    " minute='*/5')\n",
+])
+def test_the_documented_schedulers_make_a_job_scheduled(tmp_path, registration):
+    root = write(tmp_path, {"jobs.py": "from pathlib import Path\n\nasync def tick():\n"
+                                      "    Path('state.json').read_text()\n\n" + registration})
+    assert [(f.line, f.extra["context"]) for f in scan(root, every_context=True)] == [(4, "scheduled")]
+    assert scan(root) == []
+
+
+def test_a_decorated_job_is_scheduled_and_a_route_reaching_its_helper_still_serves(tmp_path):
+    root = write(tmp_path, {"app.py": """
+        from pathlib import Path
+        from fastapi import FastAPI
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+        app = FastAPI()
+        scheduler = AsyncIOScheduler()
+
+        def load_plan():
+            return Path("plan.json").read_text()
+
+        @scheduler.scheduled_job("cron", hour=0, minute=1)
+        async def plan_the_day():
+            load_plan()
+
+        @app.get("/plan")
+        async def plan():
+            return load_plan()
+        """})
+    findings = scan(root, every_context=True)
+    assert [(f.line, f.extra["context"]) for f in findings] == [(13, "scheduled"), (17, "serving")]
+    assert [f.line for f in scan(root)] == [17]
+
+
+def test_a_warm_run_replays_the_scheduled_jobs_of_unchanged_modules(tmp_path):
+    root = write(tmp_path, {"app.py": SCHEDULER, "other.py": "def helper():\n    return 1\n"})
+    cold = scan(root, cache=True)
+    (root / "other.py").write_text("def helper():\n    return 2\n")  # same interface: app.py's links replay
+    warm = scan(root, cache=True)
+    assert warm == cold and [(f.line, f.rule) for f in warm] == [(11, "LLM004"), (11, "LLM006"), (14, "LLM004")]

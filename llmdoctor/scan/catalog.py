@@ -50,7 +50,7 @@ TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 QUALIFIED_NAME = re.compile(r"^[A-Za-z_*][A-Za-z0-9_*]*(\.[A-Za-z_*][A-Za-z0-9_*]*)*$")
 SCAN_KEYS = {"prefilter", "tables", "contexts"}
 # llmdoctor/scan/project/model.py
-CONTEXT_NAMES = ("serving", "worker", "control-plane", "run-once", "offline", "unknown")
+CONTEXT_NAMES = ("serving", "worker", "control-plane", "scheduled", "run-once", "offline", "unknown")
 CONTEXT_VERDICTS = ("report", "off", "error", "warning", "info")
 USER_TABLES_KEYS = {"kind", "description", "tables"}
 # SDK knowledge a user file may carry (docs/sdk-knowledge.md), stored in `catalog.knowledge["user:<stem>"]`

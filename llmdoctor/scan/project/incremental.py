@@ -104,7 +104,7 @@ def _node_id(model: ProjectModel, path: str, position: int) -> int:
 
 def _apply(model: ProjectModel, effects: list, path: str) -> None:
     for effect in effects:
-        if not (type(effect) is list and effect and effect[0] in ("a", "d", "o", "s", "h")
+        if not (type(effect) is list and effect and effect[0] in ("a", "d", "o", "s", "h", "p")
                 and len(effect) == (6 if effect[0] in ("a", "d") else 3)):
             raise ReplayError(f"{path}: an effect of the wrong shape")
         op = effect[0]
@@ -123,6 +123,8 @@ def _apply(model: ProjectModel, effects: list, path: str) -> None:
             model._add_spawned(_node_id(model, effect[1], effect[2]))
         elif op == "h":
             model._add_hook(_node_id(model, effect[1], effect[2]))
+        elif op == "p":
+            model._add_scheduled(_node_id(model, effect[1], effect[2]))
         else:
             raise ReplayError(f"{path}: an effect of the wrong kind")
 

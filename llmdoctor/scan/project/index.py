@@ -73,7 +73,9 @@ class Call:
     marks: tuple[str, ...] = ()  # UPPER_CASE names among the arguments (`os.WNOHANG`)
     args: tuple[tuple[str, str], ...] = ()  # (position or keyword, reference) of resolvable arguments
     literal: str | None = None  # the first positional argument, when a string literal
-    mode: str | None = None  # the second positional argument or `mode=`, when a string literal (`open`)
+    # the second positional argument or `mode=` / `trigger=`, when a string literal (`open`'s mode, APScheduler's
+    # `add_job(f, trigger="interval")`)
+    mode: str | None = None
     lazy: bool = False  # under a lazy-initialisation guard (`if self._x is None: self._x = ...`)
     memo: bool = False  # ... that keeps what it makes beyond the call (`self._x`, `cache[key]`): once per key
     shipped: bool = False  # its first argument or receiver is a path built from `__file__` (a file of the code)
@@ -1148,7 +1150,7 @@ class _Reader:
             value = keyword.value
             if type(value) is ast.Lambda:
                 continue
-            if keyword.arg == "mode" and type(value) is ast.Constant and isinstance(value.value, str):
+            if keyword.arg in _MODE_KEYWORDS and type(value) is ast.Constant and isinstance(value.value, str):
                 mode = value.value[:20]
             _marks(value, marks)
         if starred:
@@ -1270,6 +1272,7 @@ class _Reader:
 
 
 _TYPING_REFS = ("I:typing.", "I:typing_extensions.", "I:collections.abc.")
+_MODE_KEYWORDS = frozenset({"mode", "trigger"})
 _INJECTIONS = frozenset({"Depends", "Security", "Provide"})  # fastapi.Depends / Security, litestar Provide
 
 

@@ -20,6 +20,7 @@ FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "cla
 RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "spawn", "bases",
                  "calls_now"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
+SCHEDULED_KEYS = {"decorators", "registrations"}
 LIBRARY_API_KEYS = {"name_globs"}
 DEV_TOOLING_KEYS = {"route_segments", "name_words"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
@@ -79,6 +80,9 @@ class Registration:
     # runs the target only when the event loop it is handed was made by one of these (`new_event_loop()`, a
     # loop some thread runs for itself): (argument position, keyword, loop constructors)
     loop: tuple[int, str, Patterns] | None = None
+    # registers a periodic job only when the call passes a trigger there (argument position, keyword) that is
+    # not one of these literals (APScheduler's `add_job(f)` and `add_job(f, "date")` run `f` once)
+    trigger: tuple[int, str, frozenset[str]] | None = None
 
 
 @dataclass
@@ -104,6 +108,8 @@ class EntryKnowledge:
     once_names: frozenset[str] = frozenset()
     once_name_globs: Patterns = field(default_factory=Patterns)
     spawn: Patterns = field(default_factory=Patterns)
+    scheduled_decorators: Patterns = field(default_factory=Patterns)  # a periodic job (`@repeat_every(seconds=60)`)
+    scheduled_registrations: list[Registration] = field(default_factory=list)  # `scheduler.add_job(f, "cron")`
     once_bases: list[ClassEntry] = field(default_factory=list)
     calls_now: frozenset[str] = frozenset()  # library calls that run the callable they are handed, there and then
     test_imports: frozenset[str] = frozenset()
@@ -171,6 +177,11 @@ def index_interest(catalog) -> Interest:
                          *(r.calls for r in (*knowledge.registrations, *knowledge.once_registrations))]:
             names.update(patterns.exact)
             names.update(patterns.globs)
+        names.update(knowledge.scheduled_decorators.exact)
+        names.update(knowledge.scheduled_decorators.globs)
+        for registration in knowledge.scheduled_registrations:
+            names.update(registration.calls.exact)
+            names.update(registration.calls.globs)
         names.update(sdk_knowledge(catalog).calls)
         roots = {name.split(".", 1)[0] for name in names}
         builtins = {name.split(".")[1] for name in names if name.startswith("builtins.") and "." in name}
@@ -201,7 +212,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     for stem, doc in docs:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
-        _keys(data, {"request", "run_once", "offline", "library_api", "dev_tooling"}, where + "'")
+        _keys(data, {"request", "run_once", "scheduled", "offline", "library_api", "dev_tooling"}, where + "'")
         for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
             _family(knowledge, family, f"{where}.request[{index}]")
         once = data.get("run_once") or {}
@@ -232,6 +243,14 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
                 raise UserError(f"{label}: needs types and methods")
             knowledge.once_bases.append(ClassEntry(types, methods, "run-once", INTERACTIVE))
         calls_now.update(_strings(once.get("calls_now"), f"{where}.run_once.calls_now'"))
+        scheduled = data.get("scheduled") or {}
+        _keys(scheduled, SCHEDULED_KEYS, where + ".scheduled'")
+        for entry in _list(scheduled.get("decorators"), f"{where}.scheduled.decorators'"):
+            for name in _decorator_names(entry, f"{where}.scheduled.decorators'"):
+                knowledge.scheduled_decorators.add(name)
+        for i, entry in enumerate(_list(scheduled.get("registrations"), f"{where}.scheduled.registrations'")):
+            knowledge.scheduled_registrations.append(
+                _registration(entry, f"{where}.scheduled.registrations[{i}]'", "scheduled", INTERACTIVE))
         offline = data.get("offline") or {}
         _keys(offline, OFFLINE_KEYS, where + ".offline'")
         test_imports.update(_strings(offline.get("imports"), f"{where}.offline.imports'"))
@@ -316,7 +335,7 @@ def _registration(entry, where: str, framework: str, kind: str) -> Registration:
     if not isinstance(entry, dict):
         raise UserError(f"{where}: must be a mapping with calls, argument and/or keyword")
     _keys(entry, {"calls", "argument", "keyword", "methods", "in_caller", "unresolved_methods", "loop",
-                  "serving_loop"}, where)
+                  "serving_loop", "trigger"}, where)
     calls = Patterns(_strings(entry.get("calls"), where))
     argument = entry.get("argument")
     keyword = entry.get("keyword")
@@ -337,7 +356,18 @@ def _registration(entry, where: str, framework: str, kind: str) -> Registration:
         raise UserError(f"{where}: 'unresolved_methods' must be method names")
     return Registration(calls, argument, tuple(keywords or ()), frozenset(_strings(entry.get("methods"), where)),
                         framework, kind, in_caller, serving_loop, unresolved,
-                        _loop(entry.get("loop"), where.rstrip("'") + ".loop'"))
+                        _loop(entry.get("loop"), where.rstrip("'") + ".loop'"),
+                        _trigger(entry.get("trigger"), where.rstrip("'") + ".trigger'"))
+
+
+def _trigger(data, where: str) -> tuple[int, str, frozenset[str]] | None:
+    if data is None:
+        return None
+    _keys(data, {"argument", "keyword", "once"}, where)
+    argument, keyword = _position(data.get("argument"), where), data.get("keyword")
+    if not isinstance(keyword, str) or not keyword.isidentifier():
+        raise UserError(f"{where}: 'keyword' must be a keyword argument name")
+    return argument, keyword, frozenset(_strings(data.get("once"), where))
 
 
 def _loop(data, where: str) -> tuple[int, str, Patterns] | None:

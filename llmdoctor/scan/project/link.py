@@ -12,7 +12,7 @@ from collections.abc import Callable
 from llmdoctor.report.model import Finding
 from llmdoctor.scan.project.knowledge import entry_knowledge
 from llmdoctor.scan.project.layout import Layout
-from llmdoctor.scan.project.model import CONTROL_PLANE, OFFLINE, RUN_ONCE, ProjectModel, Step
+from llmdoctor.scan.project.model import CONTROL_PLANE, OFFLINE, RUN_ONCE, SCHEDULED, ProjectModel, Step
 
 FUNCTION_KEY = "_function"
 ONLY_IN = "_only_in"  # a candidate's extra: the contexts it may be reported in at all
@@ -20,7 +20,7 @@ EVERYWHERE = "everywhere"  # a candidate's extra: a bug in any context (anthropi
 FORWARDED_KEYWORD = "_forwarded_keyword"  # a candidate's extra: reported only if no caller passes this keyword
 PER_CALL = "_per_call"  # a candidate's extra: a cost paid per call, so none where the call's result is memoised
 DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", RUN_ONCE: "report",
-                  OFFLINE: "off", CONTROL_PLANE: "report"}
+                  OFFLINE: "off", CONTROL_PLANE: "report", SCHEDULED: "report"}
 
 
 def link_results(results: list, catalog, config, root: str | None,

@@ -19,6 +19,7 @@ from llmdoctor.scan.project.model import Blocking
 from llmdoctor.scan.project.rules import ProjectRule
 
 FUNCTION_KEY = "_function"
+WAITS = "waits"  # a flag for the `contexts:` verdicts: it waits on more than a local file (a peer, a sleep, a process)
 ONLY_IN = "_only_in"  # the contexts a finding is reported in, whatever the rule's policy says
 
 
@@ -53,9 +54,10 @@ class BlockingCallInAsync(ProjectRule):
     def _where(finding: Finding, alone: bool) -> Finding:
         return dataclasses.replace(finding, extra={**finding.extra, ONLY_IN: []}) if alone else finding
 
-    def _finding(self, path: str, site, message: str, fix: str | None, function_key: str, *,
+    def _finding(self, path: str, site, message: str, fix: str | None, function_key: str, blocking: Blocking, *,
                  serving_only: bool = False, autofix: str | None = None, **extra) -> Finding:
         """`autofix`: the automatic fix at the call site (llmdoctor/scan/fix/ finds the call by its span)."""
+        extra[WAITS] = not blocking.file_io
         if serving_only:
             extra[ONLY_IN] = ["serving", "worker"]
         if autofix is not None:
@@ -70,7 +72,7 @@ class BlockingCallInAsync(ProjectRule):
             shown = blocking.callee.removeprefix("builtins.")
             return self._finding(
                 path, call, f"`{shown}()` blocks the event loop inside `async def {function.name}`",
-                blocking.fix or "await an async equivalent or asyncio.to_thread(...)", function.key,
+                blocking.fix or "await an async equivalent or asyncio.to_thread(...)", function.key, blocking,
                 serving_only=blocking.serving_only, autofix=blocking.autofix, call=blocking.callee)
         method = blocking.sdk
         receiver = method.receiver
@@ -89,7 +91,8 @@ class BlockingCallInAsync(ProjectRule):
             f"`{shown}()` is a call on the sync `{receiver.name}` {kind}: it blocks the event loop inside "
             f"`async def {function.name}` for the whole {'model' if method.generates else 'API'} request, stalling "
             f"every other coroutine",
-            fix, function.key, autofix=blocking.autofix, call=f"{receiver.name}.{method.path}", sdk=receiver.table)
+            fix, function.key, blocking, autofix=blocking.autofix, call=f"{receiver.name}.{method.path}",
+            sdk=receiver.table)
 
     def _through(self, path: str, node, call, chain) -> Finding:
         model = self.model
@@ -114,12 +117,12 @@ class BlockingCallInAsync(ProjectRule):
                 f"generator `{callee.label}` calls `{blocked}()` at {where}:{last_call.line}{through} on every "
                 f"step, and every coroutine waits for it",
                 f"collect it off the loop: `for item in await asyncio.to_thread(list, {shown}(...))`; or make it an "
-                f"async generator down to the blocking call ({instead})", node.function.key, autofix=None,
+                f"async generator down to the blocking call ({instead})", node.function.key, blocking, autofix=None,
                 call=blocking.callee, via=via)
         return self._finding(
             path, call,
             f"`{shown}()` blocks the event loop inside `async def {node.function.name}`: `{callee.label}` "
             f"calls `{blocked}()` at {where}:{last_call.line}{through}, and every coroutine waits for it",
             f"await it off the loop: `await asyncio.to_thread({shown}, ...)`; or make the chain async down to the "
-            f"blocking call ({instead})", node.function.key, autofix="to_thread",  # the sync helper, off the loop
+            f"blocking call ({instead})", node.function.key, blocking, autofix="to_thread",  # the helper, off the loop
             call=blocking.callee, via=via)

@@ -53,6 +53,7 @@ RUN_ONCE = "run-once"
 OFFLINE = "offline"
 UNKNOWN = "unknown"
 CONTROL_PLANE = "control-plane"  # reached only from entry points the user declared control plane (config)
+SCHEDULED = "scheduled"  # run by a scheduler at intervals (entrypoints.yaml `scheduled`): periodic, not per request
 CONTEXTS = (SERVING, WORKER_CONTEXT, CONTROL_PLANE, RUN_ONCE, OFFLINE, UNKNOWN)
 
 # edge kinds (how the caller reaches the callee)
@@ -140,6 +141,16 @@ class Target:
 _PENDING = Target("pending")  # a resolution under way
 
 
+def _periodic_trigger(call: Call, trigger: tuple[int, str, frozenset[str]] | None) -> bool:
+    """Whether a scheduler call registers a job that repeats: it passes a trigger (at its position or keyword)
+    other than a run-once literal (`"date"`); a trigger built elsewhere (`CronTrigger(...)`) repeats."""
+    if trigger is None:
+        return True
+    position, keyword, once = trigger
+    given = keyword in call.keywords or call.positional < 0 or call.positional > position
+    return given and call.mode not in once
+
+
 def _inside(inner: Call | None, outer: Call) -> bool:
     """`inner` is written within `outer`'s parentheses (an argument's own call)."""
     return inner is not None and (outer.line, outer.col) <= (inner.line, inner.col) and \
@@ -207,6 +218,7 @@ class ProjectModel:
         self._example_path = _any_of(knowledge.example_paths).fullmatch
         self.spawned: set[int] = set()  # coroutines handed to create_task, gather...: they run beside others
         self.hooks: set[int] = set()  # a server's start-up hooks: run once, on the loop that serves requests
+        self.scheduled: set[int] = set()  # periodic jobs handed to a scheduler
         self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}  # (empty while it is worked out)
         self.registered = self._registries()
         self.subclasses = self._subclass_map()
@@ -224,6 +236,7 @@ class ProjectModel:
         # an example's `__main__` runs the library once for a demo; the library's callers are not told by it
         self._once, self._once_parent = self._reach(
             sorted(n for n in self.once if not self._is_example(self.nodes[n].path)), skip=E_HANDED)
+        self._periodic, self._periodic_parent = self._reach(sorted(self.scheduled), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
         self._beside_requests: set[int] | None = None  # (_running_beside_requests)
         self._api: tuple[set[int], dict[int, tuple[int, Call | None]]] | None = None  # (_library_api)
@@ -279,6 +292,8 @@ class ProjectModel:
             return Context(CONTROL_PLANE, self.entries[chain[0][0]], tuple(chain))
         if self._is_test_function(node):
             return Context(OFFLINE)
+        if node_id in self._periodic:  # a job and what it calls, also where start-up runs it once
+            return Context(SCHEDULED, None, tuple(self._chain(node_id, self._periodic_parent)))
         if node_id in self._once:
             if self._beside_requests is None:
                 self._beside_requests = self._running_beside_requests()
@@ -585,6 +600,11 @@ class ProjectModel:
             self._log.append(("s", node_id))
         self.spawned.add(node_id)
 
+    def _add_scheduled(self, node_id: int) -> None:
+        if self._log is not None:
+            self._log.append(("p", node_id))
+        self.scheduled.add(node_id)
+
     def _add_hook(self, node_id: int) -> None:
         if self._log is not None:
             self._log.append(("h", node_id))
@@ -609,6 +629,9 @@ class ProjectModel:
             if self.knowledge.once_decorators.match(qualified) or (
                     self.knowledge.once_decorators.match(decorator.text) and self._receiver_known(node, decorator)):
                 self._add_decorated_once(node.id, qualified or decorator.text)
+                continue
+            if self.knowledge.scheduled_decorators.match(qualified):
+                self._add_scheduled(node.id)
                 continue
             if (qualified is None and decorator.called and decorator.literal is not None
                     and decorator.literal.startswith("/") and "." in decorator.text
@@ -736,6 +759,10 @@ class ProjectModel:
                         self._add_once(target)
                         if registration.serving_loop:
                             self._add_hook(target)
+        for registration in self.knowledge.scheduled_registrations:
+            if registration.calls.match(qualified) and _periodic_trigger(call, registration.trigger):
+                for target in self._registered(node.id, call, registration, registered):
+                    self._add_scheduled(target)
         return registered
 
     def _decorated_by_hand(self, node: Node, call: Call, qualified: str, registered: set[str]) -> None:
@@ -752,6 +779,8 @@ class ProjectModel:
             self._add_decorated_entry(target.node, found, inner.text if inner else "", inner.literal if inner else None)
         elif self.knowledge.once_decorators.match(qualified):
             self._add_decorated_once(target.node, qualified)
+        elif self.knowledge.scheduled_decorators.match(qualified):  # `repeat_every(seconds=60)(refresh)`
+            self._add_scheduled(target.node)
         else:
             return
         registered.add(ref)
