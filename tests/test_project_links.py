@@ -2256,8 +2256,8 @@ def test_a_job_a_scheduler_repeats_is_scheduled_and_reports_only_what_waits_on_m
     "import schedule\nschedule.every(5).minutes.do(tick)\n",
     "from fastapi_utils.tasks import repeat_every\nrepeat_every(seconds=300)(tick)\n",
     "import aiocron\naiocron.crontab('*/5 * * * *', func=tick)\n",
-    "from apscheduler.schedulers.background import BackgroundScheduler\nBackgroundScheduler().add_job(tick, 'cron',"
-    " minute='*/5')\n",
+    ("from apscheduler.schedulers.background import BackgroundScheduler\nBackgroundScheduler().add_job(tick, 'cron',"
+     " minute='*/5')\n"),
 ])
 def test_the_documented_schedulers_make_a_job_scheduled(tmp_path, registration):
     root = write(tmp_path, {"jobs.py": "from pathlib import Path\n\nasync def tick():\n"
