@@ -151,6 +151,30 @@ def test_batch_job_and_file_operations_of_a_sync_client_block():
     assert [f.line for f in found] == [7, 8, 9, 10, 11]
 
 
+def test_sync_object_storage_clients_block_but_building_references_and_signing_urls_do_not():
+    # agent-framework-lib's MinIO and GCS file backends; methods read from the minio 7.2.20 and
+    # google-cloud-storage 3.17.2 wheels (rules/llm004.yaml)
+    found = findings("""
+        from google.cloud import storage
+        from minio import Minio
+        minio = Minio("minio:9000", access_key="a", secret_key="b")
+        gcs = storage.Client()
+        async def store(name, data):
+            minio.put_object("files", name, data, len(data))
+            minio.stat_object("files", name)
+            blob = gcs.bucket("files").blob(name)
+            blob.upload_from_string(data)
+            gcs.get_bucket("files").blob(name).download_as_bytes()
+            objects = minio.list_objects("files")  # a generator: its requests run as it is iterated
+            return minio.presigned_get_object("files", name)  # signed locally
+        """)
+    assert [(f.line, f.extra["call"]) for f in found] == [
+        (7, "minio.Minio.put_object"), (8, "minio.Minio.stat_object"),
+        (10, "google.cloud.storage.Client.bucket.blob.upload_from_string"),
+        (11, "google.cloud.storage.Client.get_bucket"),  # a request of its own (`bucket()` is a reference)
+        (11, "google.cloud.storage.Client.get_bucket.blob.download_as_bytes")]
+
+
 def test_transparent_spellings_resolve():
     source = """
         from openai import OpenAI
