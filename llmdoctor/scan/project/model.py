@@ -54,7 +54,7 @@ OFFLINE = "offline"
 UNKNOWN = "unknown"
 CONTROL_PLANE = "control-plane"  # reached only from entry points the user declared control plane (config)
 SCHEDULED = "scheduled"  # run by a scheduler at intervals (entrypoints.yaml `scheduled`): periodic, not per request
-CONTEXTS = (SERVING, WORKER_CONTEXT, CONTROL_PLANE, RUN_ONCE, OFFLINE, UNKNOWN)
+CONTEXTS = (SERVING, WORKER_CONTEXT, CONTROL_PLANE, SCHEDULED, RUN_ONCE, OFFLINE, UNKNOWN)
 
 # edge kinds (how the caller reaches the callee)
 E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF, E_HANDED, E_RUN = range(8)
