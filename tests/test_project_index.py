@@ -7,7 +7,7 @@ import ast
 import json
 import textwrap
 
-from llmdoctor.scan.project.index import ModuleIndex, index_module
+from llmdoctor.scan.project.index import ASSIGNED, ModuleIndex, index_module
 
 SOURCE = textwrap.dedent("""
     import os
@@ -53,6 +53,26 @@ def test_the_cached_form_gives_the_same_index():
     index = index_module(SOURCE, ast.parse(SOURCE))
     again = ModuleIndex.from_json(json.loads(json.dumps(index.to_json())))
     assert calls(again, "fetch") == calls(index, "fetch")
+    assert again.to_json() == index.to_json()
+
+
+def test_a_callable_assigned_to_an_object_s_attribute_is_an_assigned_call_kept_in_the_cached_form():
+    source = textwrap.dedent("""
+        from telegram.ext import Application
+
+        async def on_start(application):
+            pass
+
+        def run():
+            application = Application.builder().token("T").build()
+            application.post_init = on_start
+            application.retries = 3
+            application.client = make_client()
+        """)
+    index = index_module(source, ast.parse(source))
+    assigned = [c for c in calls(index, "run").values() if c.kind == ASSIGNED]
+    assert [(c.text, c.args) for c in assigned] == [("application.post_init", (("0", assigned[0].args[0][1]),))]
+    again = ModuleIndex.from_json(json.loads(json.dumps(index.to_json())))
     assert again.to_json() == index.to_json()
 
 

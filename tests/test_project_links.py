@@ -2296,3 +2296,32 @@ def test_a_warm_run_replays_the_scheduled_jobs_of_unchanged_modules(tmp_path):
     (root / "other.py").write_text("def helper():\n    return 2\n")  # same interface: app.py's links replay
     warm = scan(root, cache=True)
     assert warm == cold and [(f.line, f.rule) for f in warm] == [(11, "LLM004"), (11, "LLM006"), (14, "LLM004")]
+
+
+def test_a_hook_assigned_to_an_attribute_registers_as_the_call_would_and_is_not_called_there(tmp_path):
+    """folderbot's `self.application.post_init = self._post_init`: python-telegram-bot runs it once before polling,
+    as `ApplicationBuilder.post_init(callback)` would register it; the assignment itself runs nothing."""
+    root = write(tmp_path, {"bot.py": """
+        import json
+        from telegram.ext import Application, CommandHandler
+
+        class Bot:
+            def __init__(self):
+                self.application = Application.builder().token("T").build()
+
+            async def _post_init(self, application):
+                with open("versions.json") as f:
+                    return json.load(f)
+
+            async def status(self, update, context):
+                self.application.post_shutdown = self._post_init
+                await update.message.reply_text("ok")
+
+            def run(self):
+                self.application.post_init = self._post_init
+                self.application.add_handler(CommandHandler("status", self.status))
+                self.application.run_polling()
+        """})
+    assert [(f.line, f.extra["context"]) for f in scan(root, every_context=True)] == [(10, "run-once")]
+    assert scan(root) == []
+    assert scan(root, cache=True, every_context=True) == scan(root, cache=True, every_context=True)  # read back

@@ -46,6 +46,9 @@ MODULE_KEY = ""  # the pseudo-function of module-level code (and class bodies): 
 CALL = 0  # called here, not awaited
 AWAIT = 1  # awaited here
 LAMBDA = 2  # called inside a lambda defined here (runs when the lambda runs: not this function's own call)
+# a callable assigned to an attribute of an object not `self`/`cls` (`application.post_init = on_start`): never
+# called here; registered as the call `application.post_init(on_start)` would register it
+ASSIGNED = 3
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `try: ... except* E:` from Python 3.11
@@ -103,7 +106,7 @@ class Call:
             raise ValueError("index: a call of the wrong shape")
         (ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy, guards,
          falsy, positional, memo, shipped, iterated, types) = data
-        if not (kind in (CALL, AWAIT, LAMBDA) and 0 < min(line, col, end_line, end_col, stmt)
+        if not (kind in (CALL, AWAIT, LAMBDA, ASSIGNED) and 0 < min(line, col, end_line, end_col, stmt)
                 and max(line, col, end_line, end_col, stmt) < _MAX
                 and (not keywords or _only_strings(keywords)) and (not marks or _only_strings(marks))
                 and (not guards or _only_strings(guards)) and (not falsy or _only_strings(falsy))
@@ -741,6 +744,7 @@ class _Reader:
         elif kind is ast.Attribute:
             self.expressions([target.value])
             self._note_attribute(target, value)
+            self._note_assigned_callable(target, value)
         elif kind is ast.Tuple or kind is ast.List:
             for position, element in enumerate(target.elts):  # `args, controller = create_controller()`
                 item = f"{value}[{position}]" if value is not None and value.endswith("()") else None
@@ -779,6 +783,19 @@ class _Reader:
         # two different values: the type the class declares for it (`model: Model`, each value a subclass)
         klass.attributes[name] = next(iter(seen)) if len(seen) == 1 else \
             self._declared_attributes.get((klass.key, name))
+
+    def _note_assigned_callable(self, target: ast.Attribute, value: str | None) -> None:
+        """`application.post_init = self._post_init`: kept as an ASSIGNED call of the attribute with the value."""
+        if value is None or value.endswith(")") or value.startswith(CONTAINER) or (
+                type(target.value) is ast.Name and self.lookup(target.value.id)[1] in ("S:", "C:")):
+            return
+        ref = self.ref(target)
+        if ref is None or ref.endswith(":"):
+            return
+        line, col, end_line, end_col = self.span(target)
+        self.executing().calls.append(Call(
+            ref=ref, kind=ASSIGNED, line=line, col=col, end_line=end_line, end_col=end_col,
+            stmt_line=self.statement_line, text=_chain(target), args=(("0", value),), positional=1))
 
     def _method_class(self) -> ClassInfo | None:
         for scope in reversed(self.scopes):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmdoctor.scan.project.index import (
+    ASSIGNED,
     AWAIT,
     CALL,
     CONTAINER,
@@ -667,6 +668,11 @@ class ProjectModel:
         return self.resolve(node.id, ref.rsplit(".", 1)[0]) is not None
 
     def _call_edges(self, node: Node, call: Call) -> None:
+        if call.kind == ASSIGNED:  # `app.post_init = f`: only what registering `f` there makes of it
+            qualified = self.qualified(node.id, call.ref)
+            if qualified is not None:
+                self._registrations(node, call, qualified)
+            return
         edge = _EDGE_OF_CALL.get(call.kind, E_CALL)
         for callee in self.callee_nodes(node.id, call):
             node.edges.append((callee, edge, call))
