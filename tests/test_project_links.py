@@ -2325,3 +2325,31 @@ def test_a_hook_assigned_to_an_attribute_registers_as_the_call_would_and_is_not_
     assert [(f.line, f.extra["context"]) for f in scan(root, every_context=True)] == [(10, "run-once")]
     assert scan(root) == []
     assert scan(root, cache=True, every_context=True) == scan(root, cache=True, every_context=True)  # read back
+
+
+def test_a_library_type_a_helper_s_return_annotation_names_types_its_result(tmp_path):
+    """vanna's `_resolve_path(...) -> Path`, then `file_path.write_text(...)` in an async tool: the annotation types
+    what the `return`s do not; a project class named there does not (its methods are not made callees)."""
+    root = write(tmp_path, {"app.py": """
+        from pathlib import Path
+        from fastapi import FastAPI
+
+        app = FastAPI()
+
+        class Store:
+            def save(self, data):
+                with open("store.json", "w") as f:
+                    f.write(data)
+
+        def upload_path(file_id: str) -> Path:
+            return Path("/data") / file_id
+
+        def store() -> Store:
+            return STORES[0]
+
+        @app.post("/files/{file_id}")
+        async def upload(file_id: str, data: str):
+            upload_path(file_id).write_text(data)
+            store().save(data)
+        """})
+    assert [(f.line, f.extra["call"]) for f in scan(root)] == [(20, "pathlib.Path.write_text")]

@@ -38,7 +38,8 @@ def interface_digest(index: ModuleIndex) -> str:
     parts = [
         index.bindings, index.imports, index.main_block,
         [[f.key, f.name, f.is_async, f.owner, f.static, f.parent, f.returns, f.returns_items, f.generator,
-          f.switches, f.switch_attributes, f.registers, f.abstract, f.parameters, f.runs] for f in index.functions],
+          f.switches, f.switch_attributes, f.registers, f.abstract, f.parameters, f.runs, f.declared]
+         for f in index.functions],
         # a class's decorators may register it in another module's container (ProjectModel._registries)
         [[c.key, c.name, [list(b) for b in c.bases], c.attributes, c.methods, [d.to_json() for d in c.decorators]]
          for c in index.classes],

@@ -161,19 +161,22 @@ class Function:
     # the parameters it may run: it calls one (`function()`), or hands it to a call other than a class's
     # (`Function(entrypoint=function)` keeps it, by the convention that classes are CamelCase)
     runs: list[str] = field(default_factory=list)
+    # the instance its return annotation names (`def upload_path(file_id) -> Path`): the model takes it for a
+    # library type only, where its `return`s say nothing
+    declared: str | None = None
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
                 self.returns_items, self.generator, self.switches, self.switch_attributes, self.registers,
-                self.abstract, self.parameters, self.runs]
+                self.abstract, self.parameters, self.runs, self.declared]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
         (key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches,
-         switch_attributes, registers, abstract, parameters, runs) = data
+         switch_attributes, registers, abstract, parameters, runs, declared) = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
-                and type(static) is bool and _optional_strings(owner, parent, returns) and type(calls) is list
+                and type(static) is bool and _optional_strings(owner, parent, returns, declared) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
                 and type(generator) is bool and type(switches) is dict
                 and (not switches or all(type(k) is str and type(v) is list and len(v) == 2
@@ -188,7 +191,7 @@ class Function:
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
                    [Call.from_json(c) for c in calls], returns, items, generator,
                    {k: list(v) for k, v in switches.items()},
-                   dict(switch_attributes), list(registers), abstract, list(parameters), list(runs))
+                   dict(switch_attributes), list(registers), abstract, list(parameters), list(runs), declared)
 
 
 @dataclass(slots=True)
@@ -986,10 +989,13 @@ class _Reader:
         decorators = [self.decorator(d) for d in node.decorator_list]
         # defaults and annotations are evaluated by the code around the def
         self.expressions([*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None]])
+        declared = self.annotation_ref(node.returns)  # evaluated by the code around the def, as defaults are
         key = self._key(node.name)
         names = {d.text.rsplit(".", 1)[-1] for d in decorators}
         function = Function(key=key, name=node.name, line=node.lineno, is_async=type(node) is ast.AsyncFunctionDef,
                             decorators=decorators)
+        if declared is not None and not declared.startswith((CONTAINER, *_TYPING_REFS)):
+            function.declared = declared
         if outer.kind == "class":
             function.owner = outer.klass.key
             function.static = "staticmethod" in names

@@ -1022,9 +1022,12 @@ class ProjectModel:
                 position = int(token[1:-1]) if token[1:-1].isdigit() else -1
                 value = items[position] if 0 <= position < len(items) else None
                 return self._resolve(self.nodes[current.node], value, depth + 1) if value else None
-            if not function.returns:
-                return None
-            returned = self._resolve(self.nodes[current.node], function.returns, depth + 1)
+            returned = self._resolve(self.nodes[current.node], function.returns, depth + 1) if function.returns else None
+            if returned is None and function.declared:
+                # `-> Path` types the result where the `return`s do not; a project class does not: its methods
+                # would become callees, and the model reaches them first from wherever `__init__` runs once
+                declared = self._resolve(self.nodes[current.node], function.declared, depth + 1)
+                returned = declared if declared is not None and declared.kind == "library" else None
             return self._step(returned, token, depth + 1) if returned is not None else None
         if token == CALLED:
             if kind == "class":
