@@ -2353,3 +2353,26 @@ def test_a_library_type_a_helper_s_return_annotation_names_types_its_result(tmp_
             store().save(data)
         """})
     assert [(f.line, f.extra["call"]) for f in scan(root)] == [(20, "pathlib.Path.write_text")]
+
+
+def test_a_class_built_by_its_constructor_or_a_from_classmethod_types_the_attribute(tmp_path):
+    """agent-framework-lib's GCS backend: `self.client = storage.Client.from_service_account_json(path)` with a key
+    file, else `storage.Client(project=...)`: a Client either way; two different classes leave it unknown."""
+    root = write(tmp_path, {"app.py": """
+        import httpx
+        import requests
+        from google.cloud import storage
+
+        class GCSFiles:
+            def __init__(self, key_file=None):
+                if key_file:
+                    self.client = storage.Client.from_service_account_json(key_file)
+                else:
+                    self.client = storage.Client()
+                self.http = httpx.Client() if key_file else requests.Session()
+
+            async def store(self, name, data):
+                self.client.bucket("files").blob(name).upload_from_string(data)
+                self.http.get("https://example.com", timeout=5)
+        """})
+    assert [(f.line, f.rule) for f in scan(root)] == [(15, "LLM004")]

@@ -783,9 +783,11 @@ class _Reader:
         seen = self._attribute_values.setdefault((klass.key, name), set())
         if value is not None:
             seen.add(value)
-        # two different values: the type the class declares for it (`model: Model`, each value a subclass)
-        klass.attributes[name] = next(iter(seen)) if len(seen) == 1 else \
-            self._declared_attributes.get((klass.key, name))
+        built = {_from_constructor(v) for v in seen}
+        # two different values: the type the class declares for it (`model: Model`, each value a subclass); the
+        # class built either way (`Client.from_service_account_json(path)` or `Client()`) is that class's
+        klass.attributes[name] = next(iter(seen)) if len(seen) == 1 else next(iter(built)) if len(built) == 1 and \
+            next(iter(built)) in seen else self._declared_attributes.get((klass.key, name))
 
     def _note_assigned_callable(self, target: ast.Attribute, value: str | None) -> None:
         """`application.post_init = self._post_init`: kept as an ASSIGNED call of the attribute with the value."""
@@ -1296,6 +1298,13 @@ class _Reader:
 
 _TYPING_REFS = ("I:typing.", "I:typing_extensions.", "I:collections.abc.")
 _MODE_KEYWORDS = frozenset({"mode", "trigger"})
+_FROM_CONSTRUCTOR = re.compile(r"\.from_[A-Za-z0-9_]*\(\)$")
+
+
+def _from_constructor(ref: str) -> str:
+    """`I:google.cloud.storage.Client.from_service_account_json()` -> `I:google.cloud.storage.Client()`: a `from_*`
+    classmethod builds an instance of its class."""
+    return _FROM_CONSTRUCTOR.sub("()", ref)
 _INJECTIONS = frozenset({"Depends", "Security", "Provide"})  # fastapi.Depends / Security, litestar Provide
 
 
