@@ -783,11 +783,14 @@ class _Reader:
         seen = self._attribute_values.setdefault((klass.key, name), set())
         if value is not None:
             seen.add(value)
+        if len(seen) == 1:
+            klass.attributes[name] = next(iter(seen))
+            return
+        # two different values: the class built either way (`Client.from_service_account_json(path)` or
+        # `Client()`) is that class's; else the type the class declares for it (`model: Model`, each a subclass)
         built = {_from_constructor(v) for v in seen}
-        # two different values: the type the class declares for it (`model: Model`, each value a subclass); the
-        # class built either way (`Client.from_service_account_json(path)` or `Client()`) is that class's
-        klass.attributes[name] = next(iter(seen)) if len(seen) == 1 else next(iter(built)) if len(built) == 1 and \
-            next(iter(built)) in seen else self._declared_attributes.get((klass.key, name))
+        plain = next(iter(built)) if len(built) == 1 else None
+        klass.attributes[name] = plain if plain in seen else self._declared_attributes.get((klass.key, name))
 
     def _note_assigned_callable(self, target: ast.Attribute, value: str | None) -> None:
         """`application.post_init = self._post_init`: kept as an ASSIGNED call of the attribute with the value."""

@@ -173,15 +173,11 @@ def index_interest(catalog) -> Interest:
         for table in catalog.tables.values():
             names.update(table.names())
         knowledge = entry_knowledge(catalog)
+        registrations = (*knowledge.registrations, *knowledge.once_registrations, *knowledge.scheduled_registrations)
         for patterns in [*(p for p, _, _ in knowledge.decorators), knowledge.once_decorators, knowledge.spawn,
-                         *(r.calls for r in (*knowledge.registrations, *knowledge.once_registrations))]:
+                         knowledge.scheduled_decorators, *(r.calls for r in registrations)]:
             names.update(patterns.exact)
             names.update(patterns.globs)
-        names.update(knowledge.scheduled_decorators.exact)
-        names.update(knowledge.scheduled_decorators.globs)
-        for registration in knowledge.scheduled_registrations:
-            names.update(registration.calls.exact)
-            names.update(registration.calls.globs)
         names.update(sdk_knowledge(catalog).calls)
         roots = {name.split(".", 1)[0] for name in names}
         builtins = {name.split(".")[1] for name in names if name.startswith("builtins.") and "." in name}
@@ -363,24 +359,27 @@ def _registration(entry, where: str, framework: str, kind: str) -> Registration:
 def _trigger(data, where: str) -> tuple[int, str, frozenset[str]] | None:
     if data is None:
         return None
-    _keys(data, {"argument", "keyword", "once"}, where)
-    argument, keyword = _position(data.get("argument"), where), data.get("keyword")
-    if not isinstance(keyword, str) or not keyword.isidentifier():
-        raise UserError(f"{where}: 'keyword' must be a keyword argument name")
+    argument, keyword = _argument_or_keyword(data, "once", where)
     return argument, keyword, frozenset(_strings(data.get("once"), where))
 
 
 def _loop(data, where: str) -> tuple[int, str, Patterns] | None:
     if data is None:
         return None
-    _keys(data, {"argument", "keyword", "private"}, where)
-    argument, keyword = _position(data.get("argument"), where), data.get("keyword")
-    if not isinstance(keyword, str) or not keyword.isidentifier():
-        raise UserError(f"{where}: 'keyword' must be a keyword argument name")
+    argument, keyword = _argument_or_keyword(data, "private", where)
     private = Patterns(_strings(data.get("private"), where))
     if not private:
         raise UserError(f"{where}: needs 'private', the calls that make a loop of its own")
     return argument, keyword, private
+
+
+def _argument_or_keyword(data, other: str, where: str) -> tuple[int, str]:
+    """A call argument named both ways, `{argument: 1, keyword: trigger, <other>: ...}`: (position, keyword)."""
+    _keys(data, {"argument", "keyword", other}, where)
+    argument, keyword = _position(data.get("argument"), where), data.get("keyword")
+    if not isinstance(keyword, str) or not keyword.isidentifier():
+        raise UserError(f"{where}: 'keyword' must be a keyword argument name")
+    return argument, keyword
 
 
 def _position(argument, where: str) -> int:
