@@ -1121,6 +1121,75 @@ def test_a_coroutine_run_on_its_own_loop_by_a_sync_handler_blocks_only_that_loop
     assert every == [12, 16, 23]  # --every-context reports every candidate, the private loop's too
 
 
+@pytest.mark.parametrize("runs", [
+    "pool.submit(asyncio.run, self._step(name)).result()",
+    "asyncio.new_event_loop().run_in_executor(None, asyncio.run, self._step(name))",
+])
+def test_asyncio_run_handed_to_a_thread_with_its_coroutine_runs_it_on_a_loop_of_its_own(tmp_path, runs):
+    """folderbot's `FolderTools.execute`: `pool.submit(asyncio.run, self._execute_tool_internal(...))` runs the
+    coroutine in a pool thread on a loop of its own, as `asyncio.run(...)` there would; its blocking call stalls
+    only that loop (not LLM004), and the coroutine created for it is not a call of it."""
+    root = write(tmp_path, {"app.py": f"""
+        import asyncio
+        import concurrent.futures
+        import time
+        from fastapi import FastAPI
+
+        class Tools:
+            def execute(self, name):
+                with concurrent.futures.ThreadPoolExecutor() as pool:
+                    return {runs}
+
+            async def _step(self, name):
+                time.sleep(1)
+                return name
+
+        app = FastAPI()
+        tools = Tools()
+
+        @app.get("/x")
+        def x():
+            return tools.execute("a")
+        """})
+    assert [f for f in scan(root) if f.rule == "LLM004"] == []
+    every = [(f.line, f.extra["via"][-1]["function"]) for f in scan(root, every_context=True) if f.rule == "LLM004"]
+    assert every == [(13, "Tools._step")]
+
+
+def test_a_coroutine_a_task_runs_on_a_loop_of_its_own_does_not_run_beside_that_task(tmp_path):
+    """folderbot's heartbeat task calls `FolderTools.execute`, which runs the tool coroutine with `asyncio.run` in a
+    pool thread: the task runs beside the requests, the coroutine on a new loop alone (a task it spawned there
+    would run beside it)."""
+    root = write(tmp_path, {"app.py": """
+        import asyncio
+        import concurrent.futures
+        import time
+        from contextlib import asynccontextmanager
+        from fastapi import FastAPI
+
+        async def _step():
+            time.sleep(1)
+
+        def execute():
+            with concurrent.futures.ThreadPoolExecutor() as pool:
+                return pool.submit(asyncio.run, _step()).result()
+
+        async def heartbeat():
+            while True:
+                execute()
+                await asyncio.sleep(1)
+
+        @asynccontextmanager
+        async def lifespan(app):
+            task = asyncio.create_task(heartbeat())
+            yield
+
+        app = FastAPI(lifespan=lifespan)
+        """})
+    assert 9 not in [f.line for f in scan(root) if f.rule == "LLM004"]
+    assert 9 in [f.line for f in scan(root, every_context=True) if f.rule == "LLM004"]
+
+
 def test_a_private_coroutine_run_by_asyncio_run_is_private_and_a_public_one_is_api(tmp_path):
     """Library code: `_step` is only ever run by the sync wrapper's `asyncio.run` (its own loop), while the
     public `acomplete` may also be awaited by the library's users on their server loops."""

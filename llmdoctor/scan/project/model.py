@@ -738,6 +738,7 @@ class ProjectModel:
     def _registrations(self, node: Node, call: Call, qualified: str | None) -> set[str]:
         """Mark what `call` registers (request entry points, run-once entries); the references registered."""
         registered: set[str] = set()
+        self._handed_runner(node, call, registered)
         if qualified is not None and call.ref.endswith(CALLED):  # `app.command(name="cancel")(cancel)`
             self._decorated_by_hand(node, call, qualified, registered)
         if qualified is None:  # `router.add_api_route("/x", f)` on a router of unknown type
@@ -770,6 +771,24 @@ class ProjectModel:
                 for target in self._registered(node.id, call, registration, registered):
                     self._add_scheduled(target)
         return registered
+
+    def _handed_runner(self, node: Node, call: Call, registered: set[str]) -> None:
+        """`pool.submit(asyncio.run, step())`, `loop.run_in_executor(None, asyncio.run, step())`: a runner handed
+        on with the coroutine after it runs that coroutine as `asyncio.run(step())` would, on a loop of its own."""
+        positional = {int(position): ref for position, ref in call.args if position.isdigit()}
+        for position, ref in positional.items():
+            coroutine = positional.get(position + 1)
+            if coroutine is None or not coroutine.endswith(CALLED):
+                continue
+            runner = self.qualified(node.id, ref)
+            if runner is None or not any(registration.in_caller and registration.loop is None
+                                         and registration.calls.match(runner)
+                                         for registration in self.knowledge.once_registrations):
+                continue
+            target = self._argument_target(node.id, coroutine)
+            if target is not None and target.kind == "function":
+                node.edges.append((target.node, E_RUN, call))
+                registered.add(coroutine)
 
     def _decorated_by_hand(self, node: Node, call: Call, qualified: str, registered: set[str]) -> None:
         """A decorator applied as a call, `app.command(name="cancel")(cancel)` or `app.get("/x")(handler)`: the
@@ -1258,8 +1277,9 @@ class ProjectModel:
 
     def _running_beside_other_work(self) -> set[int]:
         """Nodes that run beside other work on their event loop: every coroutine spawned as a task or
-        gathered (entrypoints.yaml `spawn`), with what it calls."""
-        return self._reach(sorted(self.spawned))[0]
+        gathered (entrypoints.yaml `spawn`), with what it calls, up to a coroutine it runs on a loop of its own
+        (`asyncio.run(step())` in a thread: nothing else is on that loop unless `step` spawns it)."""
+        return self._reach(sorted(self.spawned), skip=E_RUN)[0]
 
     def _running_beside_requests(self) -> set[int]:
         """Run-once code that runs beside the requests of a server: the tasks its start-up hooks spawn (a
