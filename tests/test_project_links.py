@@ -557,6 +557,33 @@ def test_a_plugin_with_a_setup_py_inside_the_package_is_part_of_the_project(tmp_
     assert "`threading.Thread.join()`" in findings[0].message
 
 
+def test_a_return_under_a_conjunction_leaves_its_switches_undecided(tmp_path):
+    """folderbot's `CalendarStore.update(..., status=None)`: after `if status is not None and status not in
+    STATUSES: raise`, the update runs with `status` given too (a known status); after `if archived is not None:
+    return`, the write runs only without `archived`."""
+    root = write(tmp_path, {"app.py": """
+        import sqlite3
+
+        STATUSES = ("open", "done")
+
+        class Store:
+            def update(self, event_id, status=None):
+                if status is not None and status not in STATUSES:
+                    raise ValueError(status)
+                sqlite3.connect("x.db").execute("UPDATE t SET s = ? WHERE id = ?", (status, event_id))
+
+            def archive(self, event_id, archived=None):
+                if archived is not None:
+                    return
+                sqlite3.connect("x.db").execute("UPDATE t SET a = 1 WHERE id = ?", (event_id,))
+
+        async def change(store: Store, request):
+            store.update(request.id, status=request.status)
+            store.archive(request.id, archived=request.archived)
+        """})
+    assert [f.line for f in scan(root, every_context=True) if f.rule == "LLM004"] == [18]
+
+
 def test_a_project_root_inside_a_package_belongs_to_the_project_around_it(tmp_path):
     from llmdoctor.scan.project.layout import project_root
 

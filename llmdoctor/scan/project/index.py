@@ -572,8 +572,10 @@ class _Reader:
                     memoised += 1
                     self.lazy_depth += 1
                     self.memo_depth += 1
-                # `if media_id: ...; return`: the rest of the block runs only with the switch off ("!media_id")
-                if not statement.orelse and type(statement.body[-1]) in (ast.Return, ast.Raise):
+                # `if media_id: ...; return`: the rest of the block runs only with the switch off ("!media_id");
+                # after `if status is not None and status not in KNOWN: raise`, `status` may still be on
+                if not statement.orelse and type(statement.body[-1]) in (ast.Return, ast.Raise) \
+                        and not _conjunction(statement.test):
                     switches = [name for name in self._switches_tested(statement.test) if "." not in name]
                     self.guards.extend("!" + name for name in switches)
                     negated += len(switches)
@@ -1665,6 +1667,10 @@ def _annotation_types(node: ast.expr | None, depth: int = 0) -> tuple[str, ...] 
             return None
         found.update(dict.fromkeys(types))
     return tuple(found)
+
+
+def _conjunction(test: ast.expr) -> bool:
+    return type(test) is ast.BoolOp and type(test.op) is ast.And
 
 
 def _is_falsy_literal(node: ast.expr) -> bool:
