@@ -37,6 +37,7 @@ def test_every_set_is_present() -> None:
     assert sets.count("holdout11") >= 3
     assert sets.count("holdout12") >= 3
     assert sets.count("holdout13") >= 3
+    assert sets.count("holdout14") >= 3
 
 
 def _label(**overrides: object) -> dict:
