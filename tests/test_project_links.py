@@ -557,6 +557,44 @@ def test_a_plugin_with_a_setup_py_inside_the_package_is_part_of_the_project(tmp_
     assert "`threading.Thread.join()`" in findings[0].message
 
 
+HANDLERS = """
+    import time
+
+
+    def register_handlers(sio, prefix=""):
+        @sio.on("chat")
+        async def chat(sid, data):
+            time.sleep(1)
+
+        @sio.event
+        async def connect(sid, environ):
+            time.sleep(1)
+    """
+
+
+@pytest.mark.parametrize(("main", "served"), [
+    # the server every caller hands over: its handlers serve events
+    ("import socketio\nfrom app.handlers import register_handlers\n\nsio = socketio.AsyncServer()\n"
+     "register_handlers(sio)\n", True),
+    ("import socketio\nfrom app.handlers import register_handlers\n\n"
+     "register_handlers(prefix='x', sio=socketio.AsyncServer())\n", True),
+    # two callers handing different objects, or one nothing tells: no guess
+    ("import socketio\nfrom app.handlers import register_handlers\n\n"
+     "register_handlers(socketio.AsyncServer())\nregister_handlers(object())\n", False),
+    ("from app.handlers import register_handlers\n\ndef setup(server):\n    register_handlers(server)\n", False),
+])
+def test_a_decorator_on_a_parameter_is_one_on_what_every_caller_passes(tmp_path, main, served):
+    """agentic-code-editor's `register_handlers(sio)`: `@sio.on("client:command")` and `@sio.event` inside it,
+    called at import with `sio = socketio.AsyncServer(...)` in another module, register Socket.IO event
+    handlers; a warm run (the caller's module replayed from the cache) finds the same."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/handlers.py": HANDLERS, "app/main.py": main})
+    cold = [(f.line, f.extra["context"]) for f in scan(root, cache=True) if f.rule == "LLM004"]
+    assert cold == ([(8, "serving"), (12, "serving")] if served else [])
+    (root / "app" / "handlers.py").write_text((root / "app" / "handlers.py").read_text() + "\n# edited\n")
+    warm = [(f.line, f.extra["context"]) for f in scan(root, cache=True) if f.rule == "LLM004"]
+    assert warm == cold
+
+
 def test_a_return_under_a_conjunction_leaves_its_switches_undecided(tmp_path):
     """folderbot's `CalendarStore.update(..., status=None)`: after `if status is not None and status not in
     STATUSES: raise`, the update runs with `status` given too (a known status); after `if archived is not None:

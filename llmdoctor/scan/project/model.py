@@ -32,6 +32,7 @@ from llmdoctor.scan.project.index import (
     IN_CONTAINER,
     LAMBDA,
     MODULE_KEY,
+    PARAMETER,
     TYPE_GUARD,
     Call,
     ClassInfo,
@@ -511,6 +512,38 @@ class ProjectModel:
                 node = self.by_key.get((found[0], function_name))
                 if node is not None:
                     self.once.add(node)
+        self._parameter_decorators()
+
+    def _parameter_decorators(self) -> None:
+        """`def register_handlers(sio):` with `@sio.on("chat") async def chat(...)` inside, called as
+        `register_handlers(sio)` where `sio = socketio.AsyncServer()`: a decorator on a parameter is one on
+        what the function's callers pass there, when every call passes the same (worked out after every
+        module is linked, so on every run: a warm run's replay holds no such effect)."""
+        pending = [(node, decorator) for node in self.nodes for decorator in node.function.decorators
+                   if decorator.ref is not None and decorator.ref.startswith(PARAMETER)]
+        if not pending:
+            return
+        calls: dict[int, list[tuple[int, Call]]] = {}
+        for caller in self.nodes:
+            for callee, kind, call in caller.edges:
+                if kind in (E_CALL, E_AWAIT) and call is not None:
+                    calls.setdefault(callee, []).append((caller.id, call))
+        for node, decorator in pending:
+            owner = self.node(node.path, node.function.parent) if node.function.parent else None
+            parameter, _, attribute = decorator.ref[len(PARAMETER):].partition(".")
+            if owner is None or parameter not in owner.function.parameters:
+                continue
+            parameters = owner.function.parameters
+            index = parameters.index(parameter)
+            names = {parameter, str(index)} if index < (parameters.index("*") if "*" in parameters else
+                                                         len(parameters)) else {parameter}
+            passed = set()
+            for caller, call in calls.get(owner.id, ()):
+                ref = next((ref for name, ref in call.args if name in names), None)
+                passed.add(None if ref is None else self.qualified(
+                    caller, ref + attribute if ref.endswith(":") else f"{ref}.{attribute}"))
+            if len(passed) == 1 and None not in passed:
+                self._decorator(node, decorator, passed.pop())
 
     def _registries(self) -> dict[tuple[str, str], tuple[Target, ...]]:
         """The containers registering class decorators fill: `@stage_class("load") class LoadStage` where
@@ -619,26 +652,28 @@ class ProjectModel:
 
     def _decorators(self, node: Node) -> None:
         for decorator in node.function.decorators:
-            qualified = self.qualified(node.id, decorator.ref)
-            if self.cache_decorators.match(qualified or decorator.text) is not None:
-                node.cached = True
-                continue
-            found = self.knowledge.request_decorator(qualified) if qualified else None
-            if found is not None:
-                self._add_decorated_entry(node.id, found, decorator.text, decorator.literal)
-                continue
-            if self.knowledge.once_decorators.match(qualified) or (
-                    self.knowledge.once_decorators.match(decorator.text) and self._receiver_known(node, decorator)):
-                self._add_decorated_once(node.id, qualified or decorator.text)
-                continue
-            if self.knowledge.scheduled_decorators.match(qualified):
-                self._add_scheduled(node.id)
-                continue
-            if (qualified is None and decorator.called and decorator.literal is not None
-                    and decorator.literal.startswith("/") and "." in decorator.text
-                    and decorator.text.rsplit(".", 1)[-1] in ROUTE_METHODS):
-                route = _route(decorator.text, decorator.literal)  # `@api.post("/chat")` on an app we cannot type
-                self._default_entry(Entry(node.id, "route", INTERACTIVE, route))
+            self._decorator(node, decorator, self.qualified(node.id, decorator.ref))
+
+    def _decorator(self, node: Node, decorator, qualified: str | None) -> None:
+        if self.cache_decorators.match(qualified or decorator.text) is not None:
+            node.cached = True
+            return
+        found = self.knowledge.request_decorator(qualified) if qualified else None
+        if found is not None:
+            self._add_decorated_entry(node.id, found, decorator.text, decorator.literal)
+            return
+        if self.knowledge.once_decorators.match(qualified) or (
+                self.knowledge.once_decorators.match(decorator.text) and self._receiver_known(node, decorator)):
+            self._add_decorated_once(node.id, qualified or decorator.text)
+            return
+        if self.knowledge.scheduled_decorators.match(qualified):
+            self._add_scheduled(node.id)
+            return
+        if (qualified is None and decorator.called and decorator.literal is not None
+                and decorator.literal.startswith("/") and "." in decorator.text
+                and decorator.text.rsplit(".", 1)[-1] in ROUTE_METHODS):
+            route = _route(decorator.text, decorator.literal)  # `@api.post("/chat")` on an app we cannot type
+            self._default_entry(Entry(node.id, "route", INTERACTIVE, route))
 
     def _add_decorated_entry(self, node_id: int, found: tuple[str, str], decorator: str, literal: str | None) -> None:
         """A request entry point a decorator makes (`found`: framework, kind), with the route its literal names."""
