@@ -175,6 +175,22 @@ def test_sync_object_storage_clients_block_but_building_references_and_signing_u
         (11, "google.cloud.storage.Client.get_bucket.blob.download_as_bytes")]
 
 
+def test_duckdb_runs_a_query_when_executed_and_a_relation_when_fetched():
+    # agentic-code-editor's vector store (`self.conn = duckdb.connect(path)`); names read from the duckdb 1.1.3
+    # wheel's stubs (rules/llm004.yaml)
+    found = findings("""
+        import duckdb
+        class VectorDB:
+            def __init__(self, path):
+                self.conn = duckdb.connect(path)
+            async def search(self, query):
+                rows = self.conn.execute("SELECT * FROM docs WHERE text LIKE ?", [query]).fetchall()
+                relation = self.conn.sql("SELECT count(*) FROM docs")  # lazy: it runs when fetched
+                return duckdb.execute("SELECT 1"), rows, relation
+        """)
+    assert [(f.line, f.extra["call"]) for f in found] == [(7, "duckdb.connect.execute"), (9, "duckdb.execute")]
+
+
 def test_transparent_spellings_resolve():
     source = """
         from openai import OpenAI
