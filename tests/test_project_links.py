@@ -2461,9 +2461,11 @@ def test_a_hook_assigned_to_an_attribute_registers_as_the_call_would_and_is_not_
     assert scan(root, cache=True, every_context=True) == scan(root, cache=True, every_context=True)  # read back
 
 
-def test_a_library_type_a_helper_s_return_annotation_names_types_its_result(tmp_path):
-    """vanna's `_resolve_path(...) -> Path`, then `file_path.write_text(...)` in an async tool: the annotation types
-    what the `return`s do not; a project class named there does not (its methods are not made callees)."""
+def test_a_helper_s_return_annotation_types_its_result_unless_it_names_a_base_class(tmp_path):
+    """vanna's `_resolve_path(...) -> Path`, then `file_path.write_text(...)` in an async tool, and folderbot's
+    `get_services(context) -> FolderServices | None` (a class nothing derives from) whose `validate_path` gives
+    the `Path` its tools read: the annotation types what the `return`s do not. A base class named there
+    (`-> Store`, which `LocalStore` derives from) stands for any subclass and types nothing."""
     root = write(tmp_path, {"app.py": """
         from pathlib import Path
         from fastapi import FastAPI
@@ -2475,18 +2477,30 @@ def test_a_library_type_a_helper_s_return_annotation_names_types_its_result(tmp_
                 with open("store.json", "w") as f:
                     f.write(data)
 
+        class LocalStore(Store):
+            pass
+
+        class FolderServices:
+            def validate_path(self, name: str) -> Path | None:
+                return None if ".." in name else ROOT / name
+
         def upload_path(file_id: str) -> Path:
             return Path("/data") / file_id
 
         def store() -> Store:
             return STORES[0]
 
+        def get_services(context) -> FolderServices | None:
+            return context.services.get("folder")
+
         @app.post("/files/{file_id}")
-        async def upload(file_id: str, data: str):
+        async def upload(file_id: str, data: str, context):
             upload_path(file_id).write_text(data)
             store().save(data)
+            return get_services(context).validate_path(file_id).read_text()
         """})
-    assert [(f.line, f.extra["call"]) for f in scan(root)] == [(20, "pathlib.Path.write_text")]
+    assert [(f.line, f.extra["call"]) for f in scan(root)] == [(30, "pathlib.Path.write_text"),
+                                                               (32, "pathlib.Path.read_text")]
 
 
 def test_a_class_built_by_its_constructor_or_a_from_classmethod_types_the_attribute(tmp_path):

@@ -223,6 +223,7 @@ class ProjectModel:
         self.scheduled: set[int] = set()  # periodic jobs handed to a scheduler
         self.registered: dict[tuple[str, str], tuple[Target, ...]] = {}  # (empty while it is worked out)
         self.registered = self._registries()
+        self.subclasses: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (empty while it is worked out)
         self.subclasses = self._subclass_map()
         self._link(console_scripts)
         self.once |= {node.id for node in self.nodes if node.cached}
@@ -1077,12 +1078,16 @@ class ProjectModel:
                 value = items[position] if 0 <= position < len(items) else None
                 return self._resolve(self.nodes[current.node], value, depth + 1) if value else None
             returned = self._resolve(self.nodes[current.node], function.returns, depth + 1) if function.returns else None
-            if returned is None and function.declared:
-                # `-> Path` types the result where the `return`s do not; a project class does not: its methods
-                # would become callees, and the model reaches them first from wherever `__init__` runs once
+            found = self._step(returned, token, depth + 1) if returned is not None else None
+            if found is None and function.declared:
+                # `-> Path` types the result where the `return`s do not, and so does a project class no project
+                # class derives from (`-> FolderServices | None`); a base class stands for every subclass (its
+                # methods would all become callees, and `__init__`'s run-once reach would claim them first)
                 declared = self._resolve(self.nodes[current.node], function.declared, depth + 1)
-                returned = declared if declared is not None and declared.kind == "library" else None
-            return self._step(returned, token, depth + 1) if returned is not None else None
+                if declared is not None and (declared.kind == "library" or (
+                        declared.kind == "instance" and not self.subclasses.get(declared.klass))):
+                    found = self._step(declared, token, depth + 1)
+            return found
         if token == CALLED:
             if kind == "class":
                 return Target("instance", klass=current.klass)
