@@ -1771,6 +1771,31 @@ def test_a_library_api_operation_a_script_runs_is_run_once(tmp_path):
     assert found(scan(root), "LLM003") == []
 
 
+def test_a_test_named_like_a_library_api_operation_is_not_one(tmp_path):
+    """cc-claw's `TestToolExecutor.test_execute_from_tools_file_search` (`*_search`): a test named like a model API
+    operation is a test, so the tools only it builds (a per-call `requests.get`) get no per-request claim."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/tools.py": """
+        import requests
+
+        class DataScraper:
+            def fetch(self, url):
+                return requests.get(url, timeout=5).text
+
+        class ToolExecutor:
+            def run(self, url):
+                return DataScraper().fetch(url)
+        """, "tests/test_tools.py": """
+        from app.tools import ToolExecutor
+
+        class TestToolExecutor:
+            def test_execute_from_tools_file_search(self):
+                assert ToolExecutor().run("http://localhost") is not None
+        """})
+    assert found(scan(root), "LLM003") == []
+    every = [(f.path, f.line, f.extra["context"]) for f in scan(root, every_context=True) if f.rule == "LLM003"]
+    assert every == [("app/tools.py", 6, "unknown")]
+
+
 SESSIONS = """
     import asyncio
     from threading import Thread

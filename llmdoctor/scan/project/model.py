@@ -1331,14 +1331,14 @@ class ProjectModel:
     def _library_api(self) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
         """Library code nobody in the project calls whose name says it is a model API operation
         (entrypoints.yaml `library_api`: `chat_completion`, `embed`, `invoke_tool`; a function or a method, not
-        a nested def), with what it calls: its callers (a server's routing table to a configured provider, the
-        library's users) call it once per request."""
+        a nested def, not a test: `test_file_search` is no API), with what it calls: its callers (a server's
+        routing table to a configured provider, the library's users) call it once per request."""
         globs = self.knowledge.api_name_globs
         if not globs:
             return set(), {}
         seeds = [node.id for node in self.nodes if node.function.key and node.function.parent is None
-                 and node.id not in self._serving
-                 and node.id not in self._once and globs.match(node.function.name)]
+                 and node.id not in self._serving and node.id not in self._once and globs.match(node.function.name)
+                 and node.path not in self.test_modules and not self._is_test_function(node)]
         reached, parent = self._reach(seeds, skip=E_HANDED, through_cached=False)
         return reached - self._serving - self._once, parent
 
