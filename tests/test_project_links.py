@@ -1771,6 +1771,39 @@ def test_a_library_api_operation_a_script_runs_is_run_once(tmp_path):
     assert found(scan(root), "LLM003") == []
 
 
+def test_a_closure_reaches_a_def_later_in_its_enclosing_function(tmp_path):
+    """agent-framework-lib's `create_workspace_router()`: `handle_webhook`, a route defined inside it, hands
+    `_process_webhook`, defined below it, to `background_tasks.add_task`; at run time the closure reads the
+    enclosing function's binding, so the later def is the one it hands over. A name bound twice there is not
+    taken for its def."""
+    root = write(tmp_path, {"app.py": """
+        import time
+        from fastapi import APIRouter, BackgroundTasks, FastAPI
+
+        def create_router():
+            router = APIRouter()
+
+            @router.post("/webhook")
+            async def handle_webhook(background_tasks: BackgroundTasks):
+                background_tasks.add_task(_process_webhook)
+                _other()
+
+            async def _process_webhook():
+                time.sleep(1)
+
+            def _other():
+                time.sleep(1)
+
+            if router.prefix:
+                _other = print
+            return router
+
+        app = FastAPI()
+        app.include_router(create_router())
+        """})
+    assert [(f.line, f.extra["context"]) for f in scan(root) if f.rule == "LLM004"] == [(14, "serving")]
+
+
 def test_a_test_named_like_a_library_api_operation_is_not_one(tmp_path):
     """cc-claw's `TestToolExecutor.test_execute_from_tools_file_search` (`*_search`): a test named like a model API
     operation is a test, so the tools only it builds (a per-call `requests.get`) get no per-request claim."""

@@ -1045,6 +1045,7 @@ class _Reader:
             if types:
                 scope.declared[name] = types
         function.switches = _switches(arguments, bound=function.owner is not None and not function.static)
+        self._bind_nested_defs(scope, key, node.body)
         self.scopes.append(scope)
         saved_lazy, self.lazy_depth = self.lazy_depth, 0
         saved_memo, self.memo_depth = self.memo_depth, 0
@@ -1054,6 +1055,21 @@ class _Reader:
         self.memo_depth = saved_memo
         self.guards = saved_guards
         self.scopes.pop()
+
+    def _bind_nested_defs(self, scope: _Scope, key: str, body: list) -> None:
+        """A closure reads its enclosing function's names when it runs, so a def later in the body is already
+        bound for the defs before it (a route handler handing `_process_webhook`, defined below it, to a
+        background task): each `def`/`class` of the body's top level that is its name's only binding there."""
+        defined = [statement.name for statement in body if type(statement) in _DEFS or type(statement) is ast.ClassDef]
+        if not defined:
+            return
+        rebound = {node.id for statement in body for node in ast.walk(statement)
+                   if type(node) is ast.Name and type(node.ctx) is ast.Store}
+        for name in defined:
+            nested = f"{key}.{name}"
+            if defined.count(name) == 1 and name not in rebound and name not in scope.bindings \
+                    and not self.keys_seen.get(nested):
+                scope.bindings[name] = "F:" + nested
 
     def class_def(self, node: ast.ClassDef) -> None:
         outer = self.scope
