@@ -574,13 +574,13 @@ HANDLERS = """
 
 @pytest.mark.parametrize(("main", "served"), [
     # the server every caller hands over: its handlers serve events
-    ("import socketio\nfrom app.handlers import register_handlers\n\nsio = socketio.AsyncServer()\n"
-     "register_handlers(sio)\n", True),
-    ("import socketio\nfrom app.handlers import register_handlers\n\n"
-     "register_handlers(prefix='x', sio=socketio.AsyncServer())\n", True),
+    (("import socketio\nfrom app.handlers import register_handlers\n\nsio = socketio.AsyncServer()\n"
+      "register_handlers(sio)\n"), True),
+    (("import socketio\nfrom app.handlers import register_handlers\n\n"
+      "register_handlers(prefix='x', sio=socketio.AsyncServer())\n"), True),
     # two callers handing different objects, or one nothing tells: no guess
-    ("import socketio\nfrom app.handlers import register_handlers\n\n"
-     "register_handlers(socketio.AsyncServer())\nregister_handlers(object())\n", False),
+    (("import socketio\nfrom app.handlers import register_handlers\n\n"
+      "register_handlers(socketio.AsyncServer())\nregister_handlers(object())\n"), False),
     ("from app.handlers import register_handlers\n\ndef setup(server):\n    register_handlers(server)\n", False),
 ])
 def test_a_decorator_on_a_parameter_is_one_on_what_every_caller_passes(tmp_path, main, served):

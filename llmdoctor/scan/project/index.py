@@ -162,8 +162,8 @@ class Function:
     # the parameters it may run: it calls one (`function()`), or hands it to a call other than a class's
     # (`Function(entrypoint=function)` keeps it, by the convention that classes are CamelCase)
     runs: list[str] = field(default_factory=list)
-    # the instance its return annotation names (`def upload_path(file_id) -> Path`): the model takes it for a
-    # library type only, where its `return`s say nothing
+    # the instance its return annotation names (`def upload_path(file_id) -> Path`): the model takes it where its
+    # `return`s say nothing, for a library type or a project class nothing derives from
     declared: str | None = None
 
     def to_json(self) -> list:
@@ -1341,6 +1341,8 @@ def _from_constructor(ref: str) -> str:
     """`I:google.cloud.storage.Client.from_service_account_json()` -> `I:google.cloud.storage.Client()`: a `from_*`
     classmethod builds an instance of its class."""
     return _FROM_CONSTRUCTOR.sub("()", ref)
+
+
 _INJECTIONS = frozenset({"Depends", "Security", "Provide"})  # fastapi.Depends / Security, litestar Provide
 
 

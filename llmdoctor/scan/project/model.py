@@ -225,6 +225,8 @@ class ProjectModel:
         self.registered = self._registries()
         self.subclasses: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (empty while it is worked out)
         self.subclasses = self._subclass_map()
+        # callee -> (caller, edge kind, call site), once every module is linked (`_caller_map`)
+        self._callers: dict[int, list[tuple[int, int, Call | None]]] | None = None
         self._link(console_scripts)
         self.once |= {node.id for node in self.nodes if node.cached}
         self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
@@ -245,7 +247,6 @@ class ProjectModel:
         self._api: tuple[set[int], dict[int, tuple[int, Call | None]]] | None = None  # (_library_api)
         self._private_loop: set[int] | None = None  # code that runs only on an event loop of its own
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
-        self._callers: dict[int, list[tuple[int, Call | None]]] | None = None  # callee -> (edge kind, call site)
         self._guards: dict[int, tuple[str, ...]] = {}
         self._streaming: tuple[set[int], dict] | None = None  # (_streaming_paths)
 
@@ -437,13 +438,8 @@ class ProjectModel:
         node = self.node(path, key)
         if node is None or not node.function.name.startswith("_") or node.function.name.startswith("__"):
             return 0
-        if self._callers is None:
-            self._callers = {}
-            for caller in self.nodes:
-                for callee, kind, call in caller.edges:
-                    self._callers.setdefault(callee, []).append((kind, call))
         count = 0
-        for kind, call in self._callers.get(node.id, []):
+        for _, kind, call in self._caller_map().get(node.id, []):
             if call is None:
                 return 0
             if kind not in (E_CALL, E_AWAIT, E_RUN):
@@ -454,6 +450,15 @@ class ProjectModel:
                 return 0
             count += 1
         return count
+
+    def _caller_map(self) -> dict[int, list[tuple[int, int, Call | None]]]:
+        """Every edge into each function, by callee; read only once every module is linked."""
+        if self._callers is None:
+            self._callers = {}
+            for caller in self.nodes:
+                for callee, kind, call in caller.edges:
+                    self._callers.setdefault(callee, []).append((caller.id, kind, call))
+        return self._callers
 
     def is_offload(self, node_id: int, call: Call) -> bool:
         qualified = self.qualified(node_id, call.ref)
@@ -524,11 +529,6 @@ class ProjectModel:
                    if decorator.ref is not None and decorator.ref.startswith(PARAMETER)]
         if not pending:
             return
-        calls: dict[int, list[tuple[int, Call]]] = {}
-        for caller in self.nodes:
-            for callee, kind, call in caller.edges:
-                if kind in (E_CALL, E_AWAIT) and call is not None:
-                    calls.setdefault(callee, []).append((caller.id, call))
         for node, decorator in pending:
             owner = self.node(node.path, node.function.parent) if node.function.parent else None
             parameter, _, attribute = decorator.ref[len(PARAMETER):].partition(".")
@@ -539,7 +539,9 @@ class ProjectModel:
             names = {parameter, str(index)} if index < (parameters.index("*") if "*" in parameters else
                                                          len(parameters)) else {parameter}
             passed = set()
-            for caller, call in calls.get(owner.id, ()):
+            for caller, kind, call in self._caller_map().get(owner.id, ()):
+                if kind not in (E_CALL, E_AWAIT) or call is None:
+                    continue
                 ref = next((ref for name, ref in call.args if name in names), None)
                 passed.add(None if ref is None else self.qualified(
                     caller, ref + attribute if ref.endswith(":") else f"{ref}.{attribute}"))
