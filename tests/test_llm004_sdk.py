@@ -191,6 +191,29 @@ def test_duckdb_runs_a_query_when_executed_and_a_relation_when_fetched():
     assert [(f.line, f.extra["call"]) for f in found] == [(7, "duckdb.connect.execute"), (9, "duckdb.execute")]
 
 
+def test_a_path_built_with_slash_or_a_path_method_is_a_path():
+    # folderbot's uploads (`self.config.root_folder / ".folderbot" / "uploads"`), gpt-researcher's report store
+    # (`self._path.with_suffix(...)`): rules/common.yaml `library_results`, from CPython's pathlib
+    found = findings("""
+        from pathlib import Path
+        BASE = Path("/srv")
+        class Store:
+            def __init__(self, path: Path):
+                self._path = path
+            async def save(self, data: bytes, name: str):
+                (BASE / "uploads" / name).write_bytes(data)
+                uploads = self._path.parent / "uploads"
+                uploads.joinpath(name).write_bytes(data)
+                self._path.with_suffix(".tmp").write_text("x")
+                Path.home().joinpath(".app", name).read_text()
+                total = len(data) / 2
+                return total.hex(), str(BASE / name).upper()
+        """)
+    assert [(f.line, f.extra["call"]) for f in found] == [
+        (8, "pathlib.Path.write_bytes"), (10, "pathlib.Path.write_bytes"), (11, "pathlib.Path.write_text"),
+        (12, "pathlib.Path.read_text")]
+
+
 def test_transparent_spellings_resolve():
     source = """
         from openai import OpenAI

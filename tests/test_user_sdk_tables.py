@@ -15,7 +15,9 @@ import yaml
 
 from llmdoctor.errors import UserError
 from llmdoctor.scan.catalog import load_catalog
+from llmdoctor.scan.engine import analyze_source
 from llmdoctor.scan.rules import implemented_rules
+from llmdoctor.scan.settings import ScanConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 INHOUSE = ROOT / "fixtures" / "python" / "sdk" / "inhouse"
@@ -147,6 +149,32 @@ def test_plain_table_additions_still_work_alongside(tmp_path):
     catalog = load_catalog([tmp_path / "r"])
     assert catalog.table("blocking_calls").match("mycorp.llm.sleep") is not None
     assert "user:x" in catalog.knowledge
+
+
+@pytest.mark.parametrize("entry, key", [
+    ("{name: mycorp.Path.child}", "tables.library_results[0].type"),
+    ("{name: mycorp.Path.child, type: 'not a name'}", "tables.library_results[0].type"),
+    ("{name: mycorp.Path.child, type: mycorp.Path, attribute: sometimes}", "tables.library_results[0].attribute"),
+])
+def test_malformed_library_result_exits_2_naming_file_and_key(cli, tmp_path, entry, key):
+    write(tmp_path, "app.py", "x = 1\n")
+    write(tmp_path, "corp-rules/paths.yaml", f"kind: tables\ntables:\n  library_results:\n    - {entry}\n")
+    result = cli("scan", "--no-cache", "--rules-dir", "corp-rules", ".", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    assert "paths.yaml" in result.stderr and f"'{key}'" in result.stderr, result.stderr
+
+
+def test_a_user_library_result_types_the_value(tmp_path):
+    write(tmp_path, "r/paths.yaml", "kind: tables\ntables:\n  library_results:\n"
+                                    "    - {name: mycorp.fs.Root.child, type: pathlib.Path}\n")
+    source = textwrap.dedent("""
+        from mycorp.fs import Root
+        async def save(data):
+            Root().child("x").write_bytes(data)
+        """)
+    result = analyze_source("t.py", source.encode(), load_catalog([tmp_path / "r"]), ScanConfig(select=("LLM004",)))
+    assert [(f.line, f.extra["call"]) for f in result.findings] == [(4, "pathlib.Path.write_bytes")]
 
 
 def _mutated(change) -> str:

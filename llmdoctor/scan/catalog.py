@@ -603,9 +603,20 @@ def _add_tables(catalog: Catalog, path: Path, tables: Any, *, allow_new: bool) -
         table = catalog.tables.setdefault(name, Table(name))
         for index, raw in enumerate(entries):
             for entry in _entries(path, f"{key}[{index}]", raw):
+                if name == "library_results":
+                    _check_library_result(path, f"{key}[{index}]", entry)
                 table.add(entry)
         names.append(name)
     return names
+
+
+def _check_library_result(path: Path, key: str, entry: TableEntry) -> None:
+    """rules/common.yaml `library_results`: each entry names the library type its value is."""
+    kind = entry.get("type")
+    if not isinstance(kind, str) or not all(part.isidentifier() for part in kind.split(".")):
+        raise _fail(path, f"{key}.type", "must be the dotted name of the library type the value is (pathlib.Path)")
+    if not isinstance(entry.get("attribute", False), bool):
+        raise _fail(path, f"{key}.attribute", "must be true (an attribute) or false (a call's result)")
 
 
 def _entries(path: Path, key: str, raw: Any) -> list[TableEntry]:

@@ -471,6 +471,9 @@ class _Reader:
                 return "U:"
             base = self.ref(func)
             return None if base is None or base.endswith(":") else base + "()"
+        if kind is ast.BinOp and type(expr.op) is ast.Div:  # `root / "uploads"`: what the left side's `/` makes
+            base = self.ref(expr.left)
+            return None if base is None or base.endswith(":") else base + ".__truediv__()"
         if kind is ast.Subscript:
             base = self.ref(expr.value)
             if base is None or base.endswith(":"):
@@ -490,7 +493,7 @@ class _Reader:
             return self.value_ref(expr.value)
         if kind is ast.Call and len(expr.args) == 2 and _text(expr.func).rsplit(".", 1)[-1] == "cast":
             return self.annotation_ref(expr.args[0])  # `typing.cast(Model, self.model)` holds a Model
-        if kind is ast.Call or kind is ast.Name or kind is ast.Attribute or kind is ast.Subscript:
+        if kind is ast.Call or kind is ast.Name or kind is ast.Attribute or kind is ast.Subscript or kind is ast.BinOp:
             return self.ref(expr)
         if kind is ast.BoolOp or kind is ast.IfExp:
             parts = expr.values if kind is ast.BoolOp else [expr.body, expr.orelse]

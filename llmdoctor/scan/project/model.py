@@ -191,6 +191,7 @@ class ProjectModel:
         self.setup_functions = catalog.table("setup_functions")
         self.cache_decorators = catalog.table("cache_decorators")
         self.streaming_table = catalog.table("streaming_responses")
+        self.library_results = catalog.table("library_results")
         self.nodes: list[Node] = []
         self.by_key: dict[tuple[str, str], int] = {}
         self.classes: dict[tuple[str, str], ClassInfo] = {}
@@ -1046,10 +1047,25 @@ class ProjectModel:
             return self._library(["builtins", *_leading_names(tokens)], tokens[len(_leading_names(tokens)):])
         return None
 
-    @staticmethod
-    def _library(names: list[str], rest: list[str]) -> Target | None:
-        parts = [*names, *(t for t in rest if t != CALLED)]
-        return Target("library", name=".".join(parts)) if parts else None
+    def _library(self, names: list[str], rest: list[str]) -> Target | None:
+        name = ".".join(names)
+        for token in rest:
+            if name:
+                name = self._library_step(name, token)
+            elif token != CALLED:
+                name = token
+        return Target("library", name=name) if name else None
+
+    def _library_step(self, name: str, token: str) -> str:
+        """The library value `token` makes of `name`: a call keeps a class's instance as the class, unless the
+        call's result is another type (rules/common.yaml `library_results`: `path.joinpath(x)`, `path / x` is
+        a `pathlib.Path`), as an attribute may be (`path.parent`)."""
+        if token == CALLED:
+            entry = self.library_results.match(name)
+            return entry.get("type") if entry is not None and not entry.get("attribute") else name
+        name = f"{name}.{token}"
+        entry = self.library_results.match(name)
+        return entry.get("type") if entry is not None and entry.get("attribute") else name
 
     def _walk(self, current: Target | None, tokens: list[str], depth: int) -> Target | None:
         for token in tokens:
@@ -1071,7 +1087,7 @@ class ProjectModel:
         if kind == "library":
             if token.startswith("["):
                 return None  # an item of a library call's result: unknown
-            return current if token == CALLED else Target("library", name=f"{current.name}.{token}")
+            return Target("library", name=self._library_step(current.name, token))
         if kind == "result":  # what a project function returned (its `return`, read by the index)
             function = self.nodes[current.node].function
             if token.startswith("[") and function.returns_items is not None:
