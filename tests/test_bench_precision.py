@@ -38,6 +38,7 @@ def test_every_set_is_present() -> None:
     assert sets.count("holdout12") >= 3
     assert sets.count("holdout13") >= 3
     assert sets.count("holdout14") >= 3
+    assert sets.count("holdout15") >= 3
 
 
 def _label(**overrides: object) -> dict:
