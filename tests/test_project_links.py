@@ -483,6 +483,56 @@ async def login():
     assert found(scan(unguarded), "LLM003") == [("app.py", 9, "LLM003")]
 
 
+@pytest.mark.parametrize("sets_flag, reported", [
+    ("self._loaded = True", []),  # the rest of the block sets it
+    ("self._apply(data)", []),  # ... through a method it calls (ai-synapse's models.dev load)
+    ("pass", [("app.py", 19, "LLM003"), ("app.py", 39, "LLM004")]),  # only `close()` sets a flag
+])
+def test_work_after_a_return_if_done_flag_runs_once_when_it_sets_the_flag(tmp_path, sets_flag, reported):
+    root = write(tmp_path, {"app.py": f"""
+import threading
+import requests
+from fastapi import FastAPI
+app = FastAPI()
+
+class Capabilities:
+    def __init__(self):
+        self._loaded = False
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def fetch(self):
+        if self._loaded:
+            return True
+        with self._lock:
+            if self._loaded:
+                return True
+            data = requests.get("https://models.dev/api.json", timeout=15).json()
+            {sets_flag}
+            return data
+
+    def _apply(self, data):
+        self._loaded = True
+
+    def write(self, path, text):
+        if self._closed:
+            return
+        with open(path, "w") as f:
+            f.write(text)
+
+    def close(self):
+        self._closed = True
+
+capabilities = Capabilities()
+
+@app.get("/models")
+async def models():
+    capabilities.fetch()
+    capabilities.write("/tmp/log", "x")
+"""})
+    assert sorted(found(scan(root))) == sorted([*reported, ("app.py", 40, "LLM004")])  # `close()`'s flag
+
+
 def test_a_nested_project_is_its_own_and_its_findings_are_reported_once(tmp_path):
     root = write(tmp_path, {"app/__init__.py": "", "app/routes.py": HANDLER, "app/clients.py": CLIENTS,
                             "examples/pyproject.toml": "[project]\nname = 'examples'\n",

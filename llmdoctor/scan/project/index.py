@@ -353,6 +353,9 @@ class _Reader:
         self._returns_seen: dict[str, int] = {}
         self._attribute_values: dict[tuple[str, str], set[str]] = {}  # (class, attribute) -> values known
         self._declared_attributes: dict[tuple[str, str], str] = {}  # (class, attribute) -> its class-level type
+        self._flags_set: dict[tuple[str, str], set[str]] = {}  # (class, attribute) -> the methods setting it True
+        # after `if self._loaded: return`: (class, attribute, function, the calls of the rest of the block)
+        self._flag_guarded: list[tuple[str, str, str, list[Call]]] = []
         self.interest = None
         self.handed_lambdas: set[int] = set()
 
@@ -565,17 +568,22 @@ class _Reader:
     def block(self, body: list) -> None:
         memoised = 0
         negated = 0
+        flag = None
         for position, statement in enumerate(body):
             self.statement(statement)
             if type(statement) is ast.If and self.scope.kind == "function":
                 # `if client._well_known is not None: return client._well_known`, then it is built and kept:
                 # the rest of the block runs once per key, like the body of `if x is None: x = ...`
                 target = _present_target(statement.test)
-                if (target is not None and not statement.orelse and type(statement.body[-1]) is ast.Return
-                        and _assigns(body[position + 1:], target) and self._kept(target, body[position + 1:])):
+                returns = target is not None and not statement.orelse and type(statement.body[-1]) is ast.Return
+                if returns and _assigns(body[position + 1:], target) and self._kept(target, body[position + 1:]):
                     memoised += 1
                     self.lazy_depth += 1
                     self.memo_depth += 1
+                elif returns and flag is None and target.startswith("self.") and target.count(".") == 1:
+                    klass = self._method_class()  # `if self._loaded: return True`, the flag set by a method
+                    if klass is not None:
+                        flag = (klass.key, target[5:], self.executing().key, len(self.executing().calls))
                 # `if media_id: ...; return`: the rest of the block runs only with the switch off ("!media_id");
                 # after `if status is not None and status not in KNOWN: raise`, `status` may still be on
                 if not statement.orelse and type(statement.body[-1]) in (ast.Return, ast.Raise) \
@@ -587,6 +595,9 @@ class _Reader:
             del self.guards[len(self.guards) - negated:]
         self.lazy_depth -= memoised
         self.memo_depth -= memoised
+        if flag is not None:
+            klass, attribute, function, start = flag
+            self._flag_guarded.append((klass, attribute, function, self.executing().calls[start:]))
 
     def statement(self, node: ast.stmt) -> None:
         kind = type(node)
@@ -612,6 +623,7 @@ class _Reader:
             for target in node.targets:
                 self.assign(target, value)
                 self._note_switch_attribute(target, node.value)
+                self._note_flag_set(target, node.value)
                 if type(target) is ast.Name:
                     (self.scope.shipped.add if shipped else self.scope.shipped.discard)(target.id)
                     if self.scope.kind == "function":
@@ -772,6 +784,14 @@ class _Reader:
                 self.scope.bindings.get(target.value.id) == "S:" and type(value) is ast.Name and \
                 value.id in function.switches:
             function.switch_attributes[target.attr] = value.id
+
+    def _note_flag_set(self, target: ast.expr, value: ast.expr) -> None:
+        """`self._loaded = True` in a method: the flag a return-if-done guard tests (`block`)."""
+        if (type(target) is ast.Attribute and type(target.value) is ast.Name and type(value) is ast.Constant
+                and value.value is True and self.lookup(target.value.id)[1] == "S:"):
+            klass = self._method_class()
+            if klass is not None:
+                self._flags_set.setdefault((klass.key, target.attr), set()).add(self.executing().key)
 
     def _note_attribute(self, target: ast.Attribute, value: str | None) -> None:
         """`self.x = ...` in a method types `self.x` for every method of the class."""
@@ -1105,6 +1125,14 @@ class _Reader:
                     klass.attributes.setdefault(statement.targets[0].id, value)
         self.block(node.body)
         self.scopes.pop()
+        for owner, attribute, function, calls in self._flag_guarded:
+            setters = self._flags_set.get((owner, attribute), ()) if owner == key else ()
+            # the rest sets the flag, itself or through a method it calls (`self._apply(data)`): the work before
+            # it runs once per object, as under `if x is None:`; a flag another method sets (`close()` setting
+            # `self._closed`) guards nothing of the kind
+            if function in setters or any(klass.methods.get(name) in setters for name in _self_calls(calls)):
+                for call in calls:
+                    call.lazy = call.memo = True
 
     def decorator(self, node: ast.expr) -> Decorator:
         called = type(node) is ast.Call
@@ -1460,6 +1488,11 @@ def _is_main_test(test: ast.expr) -> bool:
     names = [s for s in sides if type(s) is ast.Name and s.id == "__name__"]
     strings = [s for s in sides if type(s) is ast.Constant and s.value == "__main__"]
     return bool(names and strings)
+
+
+def _self_calls(calls: list[Call]) -> set[str]:
+    """The methods `self.name(...)` among `calls`."""
+    return {call.ref[2:] for call in calls if call.ref.startswith("S:") and "." not in call.ref}
 
 
 def _lazy_target(test: ast.expr) -> str | None:
