@@ -358,6 +358,36 @@ def test_credential_fetchers_are_not_per_request():
         """) == []
 
 
+def test_a_credential_fetch_a_request_reaches_is_reported_unless_its_token_is_kept_or_refreshed():
+    # chainlit's OAuth callback exchanges the code for a token on every login (`get_raw_token_response`)
+    source = """
+        import httpx
+        from fastapi import FastAPI
+        app = FastAPI()
+        _cache = {}
+
+        async def get_raw_token_response(code):
+            async with httpx.AsyncClient() as client:
+                return (await client.post("https://idp.example/token", data={"code": code})).json()
+
+        async def get_service_token(key):
+            async with httpx.AsyncClient() as client:
+                return (await client.post("https://idp.example/token", data={"key": key})).json()
+
+        async def refresh_access_token(token):
+            async with httpx.AsyncClient() as client:
+                return (await client.post("https://idp.example/token", data={"refresh": token})).json()
+
+        @app.get("/oauth/callback")
+        async def callback(code: str, key: str, token: str):
+            user = await get_raw_token_response(code)
+            if key not in _cache:
+                _cache[key] = await get_service_token(key)
+            return user, _cache[key], await refresh_access_token(token)
+        """
+    assert lines(source) == [8]
+
+
 # ---------------------------------------------------------------- HTTP helpers without evidence of repetition
 
 

@@ -14,7 +14,9 @@ The rule decides the local part, by value flow when the function is left: an obj
 outlives the call (an attribute or subscript, a global, a storing method such as `registry.add(c)`, a
 closure) is a reused client, not a per-call one; one that is returned makes the function a factory, which is
 per call exactly when the factory runs per call (its own context says). Functions fetching credentials
-(`*token*`, `*auth*`) run once per token lifetime and are not reported.
+(`*token*`, `*auth*`) are usually called by code that keeps the token: reported only where a request reaches
+them (the model then sees whether the caller keeps it); a token refresh runs once per token lifetime and is
+not reported.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from llmdoctor.scan.project.link import ONLY_IN
+from llmdoctor.scan.project.model import SERVING, WORKER_CONTEXT
 from llmdoctor.scan.rule import Rule, frame_of
 from llmdoctor.scan.rules.sdk_knowledge import ClientKnowledge, client_knowledge
 from llmdoctor.scan.semantic import Scope, dotted_name
@@ -60,13 +64,21 @@ class Lifetime:
 
     storing_methods: frozenset[str]
     rare_function_globs: tuple[str, ...]
+    refresh_function_globs: tuple[str, ...]
     pool_kwargs: frozenset[str]
     transport_kwargs: frozenset[str]
     sleep_calls: frozenset[str]
 
     def rarely_called(self, scope: Scope) -> bool:
-        name = scope.name.lower()
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.rare_function_globs)
+        return _named(scope, self.rare_function_globs)
+
+    def refreshes(self, scope: Scope) -> bool:
+        return _named(scope, self.refresh_function_globs)
+
+
+def _named(scope: Scope, globs: tuple[str, ...]) -> bool:
+    name = scope.name.lower()
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in globs)
 
 
 def lifetime(catalog) -> Lifetime:
@@ -76,6 +88,7 @@ def lifetime(catalog) -> Lifetime:
         found = catalog.memo["lifetime"] = Lifetime(
             storing_methods=frozenset(data.get("storing_methods") or ()),
             rare_function_globs=tuple(data.get("rare_function_globs") or ()),
+            refresh_function_globs=tuple(data.get("refresh_function_globs") or ()),
             pool_kwargs=frozenset(data.get("pool_kwargs") or ()),
             transport_kwargs=frozenset(data.get("transport_kwargs") or ()),
             sleep_calls=frozenset(data.get("sleep_calls") or ()),
@@ -307,7 +320,7 @@ class ClientPerCall(Rule):
         return frame_of(self._frames, function)
 
     def _finish(self, frame: _Frame) -> None:
-        if not frame.candidates or self._lifetime.rarely_called(frame.scope):
+        if not frame.candidates or self._lifetime.refreshes(frame.scope):
             return
         stored = _closure(frame.stored, frame.sources)
         returned = _closure(frame.returned, frame.sources)
@@ -333,7 +346,7 @@ class ClientPerCall(Rule):
                 f"`{shown}()` builds and tears down a connection pool on every call of {where}{cost}",
                 statement=candidate.statement, function=candidate.function,
                 fix=f"send it through one shared {shared} created at module level or at app startup",
-                call=candidate.callee, repeats=repeats, _per_call=True,
+                call=candidate.callee, repeats=repeats, _per_call=True, **self._where(scope),
             )
             return
         receiver = self._knowledge.receivers[candidate.callee]
@@ -350,7 +363,13 @@ class ClientPerCall(Rule):
             message = (f"`{shown}()` builds a new client (its own connection pool) on every call of {where} and "
                        f"drops it: each call pays the setup and opens new connections (no keep-alive){cost}")
         self.report(candidate.call, message, statement=candidate.statement, function=candidate.function,
-                    fix=fix, call=candidate.callee, repeats=repeats, _per_call=True)
+                    fix=fix, call=candidate.callee, repeats=repeats, _per_call=True, **self._where(scope))
+
+    def _where(self, scope: Scope) -> dict:
+        """A function named like a credential fetcher (`*token*`, `*auth*`) is usually called once per token
+        lifetime by callers that keep the token: reported only where a request reaches it, where the project
+        model sees whether its caller keeps the result (an OAuth callback exchanging a code on every login)."""
+        return {ONLY_IN: [SERVING, WORKER_CONTEXT]} if self._lifetime.rarely_called(scope) else {}
 
 
 def _retries(loop: cst.CSTNode) -> bool:
