@@ -220,3 +220,30 @@ def test_a_start_up_hook_replayed_still_starts_its_task_beside_the_requests(proj
     write(project, {"app/monitor.py": (project / "app/monitor.py").read_text().replace("60", "30")})
     again, replayed = same_as_cold(project)  # main.py's hook and task come from the replay
     assert again == first and replayed == 5
+
+
+def test_a_blocking_call_on_a_parameter_is_decided_again_from_the_callers_each_run(project: Path) -> None:
+    """`client.get(url)` in a helper blocks when every caller passes a requests.Session: the helper's module is
+    replayed when only a caller changed, and what the caller passes now decides."""
+    write(project, {"app/store.py": """
+        def fetch(client, url):
+            return client.get(url, timeout=5)
+        """, "app/pages.py": """
+        import httpx
+        import requests
+        from fastapi import FastAPI
+        from app.store import fetch
+        app = FastAPI()
+        session = requests.Session()
+        pool = httpx.AsyncClient()
+
+        @app.get("/")
+        async def index():
+            return await fetch(pool, "https://example.com")
+        """})
+    first, _ = same_as_cold(project)
+    assert ("app/pages.py", 12, "LLM004") not in lines(first)
+    write(project, {"app/pages.py": (project / "app/pages.py").read_text().replace("await fetch(pool",
+                                                                                   "fetch(session")})
+    again, replayed = same_as_cold(project)  # store.py's link is replayed, its blocking call found again
+    assert ("app/pages.py", 12, "LLM004") in lines(again) and replayed >= 1

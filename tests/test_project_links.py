@@ -2632,3 +2632,53 @@ def test_a_class_built_by_its_constructor_or_a_from_classmethod_types_the_attrib
                 self.http.get("https://example.com", timeout=5)
         """})
     assert [(f.line, f.rule) for f in scan(root)] == [(15, "LLM004")]
+
+
+@pytest.mark.parametrize("second_caller, reported", [
+    ("", [(8, "LLM004"), (9, "LLM004")]),  # every caller passes the `runtime` module
+    ("_handle(scope, other_runtime)", []),  # callers that disagree leave the parameter unknown
+    ("callbacks.append(_handle)", []),  # handed over: callers the project does not show
+])
+def test_an_unannotated_parameter_is_what_every_caller_passes(tmp_path, second_caller, reported):
+    """airlock-llm's batch middleware: `async def _handle_file_content(path, send, runtime)` called with the
+    `runtime` module each time; `runtime.read_upload()` and the store's `get()` block the event loop."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/middleware.py": f"""
+        from app import runtime, other_runtime
+
+        callbacks = []
+
+        async def _handle(scope, runtime):
+            store = runtime.get_store()
+            data = runtime.read_upload(scope["file_id"])
+            return store.get(data)
+
+        class Middleware:
+            async def __call__(self, scope, receive, send):
+                await _handle(scope, runtime)
+                {second_caller}
+        """, "app/runtime.py": """
+        import sqlite3
+
+        class Store:
+            def get(self, key):
+                return sqlite3.connect("/var/app.db").execute("SELECT 1 WHERE ?", (key,)).fetchone()
+
+        def get_store():
+            return Store()
+
+        def read_upload(file_id):
+            with open(f"/uploads/{file_id}") as f:
+                return f.read()
+        """, "app/other_runtime.py": """
+        def get_store():
+            return None
+
+        def read_upload(file_id):
+            return b""
+        """, "app/asgi.py": """
+        from app.middleware import Middleware
+        from starlette.applications import Starlette
+        app = Starlette()
+        app.add_middleware(Middleware)
+        """})
+    assert [(line, rule) for path, line, rule in found(scan(root)) if path.endswith("middleware.py")] == reported

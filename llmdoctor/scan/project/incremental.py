@@ -26,6 +26,7 @@ from llmdoctor.scan.project.index import ModuleIndex
 from llmdoctor.scan.project.model import E_RUN, Entry, Node, ProjectModel
 
 PRODUCTS_FORMAT = 1
+THROUGH_PARAMETERS = -2  # a function's stored blocking call: found again each run, as it reads callers' arguments
 
 
 class ReplayError(ValueError):
@@ -86,14 +87,17 @@ class LinkReplay:
     def link_classes(self, model: ProjectModel, path: str) -> None:
         _apply(model, self.products[path]["k"], path)
 
-    def direct_blocking(self, model: ProjectModel, node: Node):
-        """The call, stored by the last run, through which `node` blocks itself (None: none)."""
+    def direct_blocking(self, model: ProjectModel, node: Node) -> tuple | None:
+        """(the call, stored by the last run, through which `node` blocks itself, or None: none); None when it
+        is found again each run (it depends on what callers pass as a parameter: THROUGH_PARAMETERS)."""
         product = self.products[node.path]
         call = product["n"][node.id - model.by_path[node.path][0]][2]
         calls = node.function.calls
-        if type(call) is not int or not -1 <= call < len(calls):
+        if type(call) is not int or not THROUGH_PARAMETERS <= call < len(calls):
             raise ReplayError(f"{node.path}: no blocking call stored")
-        return calls[call] if call >= 0 else None
+        if call == THROUGH_PARAMETERS:
+            return None
+        return (calls[call] if call >= 0 else None,)
 
 
 def _node_id(model: ProjectModel, path: str, position: int) -> int:
@@ -163,6 +167,8 @@ def products_of(model: ProjectModel, replay: LinkReplay | None) -> dict[str, dic
                      for callee, kind, call in node.edges]
             direct = model._direct.get(node_id) if blocks else None
             blocking = (position_of[id(direct)] if direct is not None else -1) if blocks else None
+            if blocks and node_id in model.direct_through_parameters:
+                blocking = THROUGH_PARAMETERS
             nodes.append([node.cached, edges, blocking])
         logs = model.link_logs.get(path, ([], []))
         products[path] = {"n": nodes, "e": effects(logs[0]), "k": effects(logs[1])}

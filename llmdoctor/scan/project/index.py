@@ -58,6 +58,7 @@ _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
 IN_CONTAINER = "[]"  # an argument position's suffix: the reference is an element of a tuple/list passed there
 PARAMETER = "P:"  # a decorator on an attribute of the enclosing function's parameter: "P:<parameter>.<attribute>"
 CONTAINER = "A:"  # a container literal's reference: "A:{<member>|<member>}", an element is one of the members
+_MISSING = object()
 MAX_MEMBERS = 32  # a longer literal is data, not a table of implementations
 # class-level field declarations whose call says nothing of the value (pydantic, dataclasses, attrs, SQLModel)
 FIELD_SPECIFIERS = frozenset({"Field", "field", "PrivateAttr", "attrib", "ib"})
@@ -465,6 +466,8 @@ class _Reader:
             return "B:" + expr.id if expr.id in BUILTIN_NAMES else None
         if kind is ast.Attribute:
             base = self.ref(expr.value)
+            if base is None and type(expr.value) is ast.Name:
+                base = self._parameter(expr.value.id)  # `runtime.read_upload(...)`: typed from the callers
             if base is None:
                 return None
             return base + expr.attr if base.endswith(":") else f"{base}.{expr.attr}"
@@ -804,6 +807,8 @@ class _Reader:
         if klass is None:
             return
         name = target.attr
+        if value is not None and value.startswith(PARAMETER):
+            value = None  # a parameter means something only in its own function
         # like `client or boto3.client("s3")`: a parameter or None assigned in one place says nothing; two
         # different known values leave it unknown
         seen = self._attribute_values.setdefault((klass.key, name), set())
@@ -1146,6 +1151,15 @@ class _Reader:
         return Decorator(ref=self.ref(callee) or self._parameter_ref(callee), text=_text(callee), literal=literal,
                          called=called)
 
+    def _parameter(self, name: str) -> str | None:
+        """A parameter of the function being read that has no annotation and still holds its argument
+        ("P:runtime"): the model types it from what every caller passes there."""
+        scope = self.scope
+        if (scope.kind == "function" and not scope.params.get(name, "*").startswith("*")
+                and scope.bindings.get(name, _MISSING) is None):
+            return PARAMETER + name
+        return None
+
     def _parameter_ref(self, expr: ast.expr) -> str | None:
         """`@sio.on("chat")` inside `def register_handlers(sio)`: an attribute of a parameter that still holds its
         argument and has no annotation ("P:sio.on"); the model types it from what the function's callers pass."""
@@ -1302,7 +1316,7 @@ class _Reader:
                 if target is not None and not target.startswith("B:"):
                     args.append((str(index), target))
             elif kind in (ast.Name, ast.Attribute, ast.Call):
-                target = self.ref(arg)
+                target = self.ref(arg) or (self._parameter(arg.id) if kind is ast.Name else None)  # passed on
                 if target is not None and not target.startswith("B:"):
                     args.append((str(index), target))
             elif kind in (ast.Tuple, ast.List):  # engines.append(("google", search_google)): kept for later

@@ -199,6 +199,12 @@ class ProjectModel:
         self.by_path: dict[str, list[int]] = {}
         self._resolved: dict[tuple, Target | None] = {}
         self.cuts = 0  # resolutions that met themselves (a cycle): their value depends on where it was entered
+        # a parameter's reference ("P:x") is what the function's callers pass: known once every module is linked,
+        # and then it depends on other modules' calls, which a replayed link (incremental.py) must not store
+        self._linked = False
+        self.parameter_uses = 0  # resolutions that read a parameter's callers (or would have, before the link)
+        self._through_parameters: set[tuple] = set()  # the cached resolutions among them
+        self.direct_through_parameters: set[int] = set()  # functions whose own blocking call needed a parameter
         self._replay = replay
         self._log: list | None = None  # the link effects of the module being linked (what `replay` takes back)
         self.link_logs: dict[str, tuple[list, list]] = {}  # path -> (effects of its functions, of its classes)
@@ -362,6 +368,11 @@ class ProjectModel:
         node = self.nodes[node_id]
         if ref[0] in "IMRBF":
             key = (node.path, ref)
+        elif ref[0] == "P":  # a parameter: what this function's callers pass
+            if not self._linked:
+                self.parameter_uses += 1
+                return None
+            key = (node.path, node.function.key, ref)
         else:
             key = (node.path, node.function.owner or node.function.parent or node.function.key, ref)
         found = self._resolved.get(key, _MISSING)
@@ -369,9 +380,17 @@ class ProjectModel:
             if found is _PENDING:  # a cycle resolves to nothing
                 self.cuts += 1
                 return None
+            if key in self._through_parameters:
+                self.parameter_uses += 1
             return found
         self._resolved[key] = _PENDING
+        uses = self.parameter_uses
         found = self._resolve(self.nodes[node_id], ref, 0)
+        if self.parameter_uses != uses:
+            if not self._linked:  # resolved again once every module is linked
+                del self._resolved[key]
+                return found
+            self._through_parameters.add(key)
         self._resolved[key] = found
         return found
 
@@ -520,6 +539,7 @@ class ProjectModel:
                 if node is not None:
                     self.once.add(node)
         self._parameter_decorators()
+        self._linked = True
 
     def _parameter_decorators(self) -> None:
         """`def register_handlers(sio):` with `@sio.on("chat") async def chat(...)` inside, called as
@@ -1045,7 +1065,33 @@ class ProjectModel:
             return self._walk(Target("instance" if root == "S" else "class", klass=klass), tokens, depth)
         if root == "B":
             return self._library(["builtins", *_leading_names(tokens)], tokens[len(_leading_names(tokens)):])
+        if root == "P" and tokens:
+            self.parameter_uses += 1
+            return self._walk(self._passed(node, tokens[0], depth), tokens[1:], depth) if self._linked else None
         return None
+
+    def _passed(self, node: Node, parameter: str, depth: int) -> Target | None:
+        """What every call of `node` passes as its unannotated `parameter` (`_handle_upload(scope, runtime)`
+        with the `runtime` module each time), when all of them are known and agree; else None. A function
+        handed over as a callback has callers the project does not show."""
+        parameters = node.function.parameters
+        if parameter not in parameters:
+            return None
+        index = parameters.index(parameter)
+        names = {parameter, str(index)} if index < (parameters.index("*") if "*" in parameters else
+                                                     len(parameters)) else {parameter}
+        found: Target | None = None
+        for caller, kind, call in self._caller_map().get(node.id, ()):
+            if kind == E_DEF:
+                continue
+            if kind not in (E_CALL, E_AWAIT) or call is None:
+                return None
+            ref = next((ref for name, ref in call.args if name in names), None)
+            target = self._resolve(self.nodes[caller], ref, depth + 1) if ref is not None else None
+            if target is None or (found is not None and target != found):
+                return None
+            found = target
+        return found
 
     def _library(self, names: list[str], rest: list[str]) -> Target | None:
         name = ".".join(names)
@@ -1383,8 +1429,9 @@ class ProjectModel:
                 if edge == E_CALL and call is not None and not call.lazy and (
                         call.iterated or not self.nodes[callee].function.generator):
                     callers.setdefault(callee, []).append((node.id, call))
-            if replay is not None and replay.clean(node.path):
-                call = replay.direct_blocking(self, node)
+            stored = replay.direct_blocking(self, node) if replay is not None and replay.clean(node.path) else None
+            if stored is not None:
+                call = stored[0]
                 found = self.blocking_call(node.id, call) if call is not None else None
             else:
                 call, found = self._direct_blocking(node)
@@ -1417,6 +1464,7 @@ class ProjectModel:
         under one), with what it calls; (None, None) when it makes none."""
         chosen: tuple[Call | None, Blocking | None] = (None, None)
         setup = self._is_setup(node.id)
+        uses = self.parameter_uses
         for call in node.function.calls:
             found = self.blocking_call(node.id, call)
             if found is not None and not (found.file_io and (setup or call.shipped)) and \
@@ -1425,6 +1473,8 @@ class ProjectModel:
                     chosen = (call, found)
                 if not call.guards:
                     break
+        if self.parameter_uses != uses:  # what a parameter holds depends on other modules' calls: never replayed
+            self.direct_through_parameters.add(node.id)
         return chosen
 
     def _guards_through(self, caller: int, call: Call, callee: int, needs: tuple[str, ...]) -> tuple[str, ...] | None:
