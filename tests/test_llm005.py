@@ -159,6 +159,21 @@ def render(template, values):
     check(without_sdk)
 
 
+@pytest.mark.parametrize("framework", ["from langchain_core.prompts import PromptTemplate",
+                                       "from transformers import AutoModelForCausalLM"])
+def test_a_module_running_a_model_through_a_framework_is_an_llm_module(framework):
+    """memoryos's HF backend: `from transformers import ...`, then `logger.info(f"HFLLM prompt: {prompt}")` per
+    generation."""
+    check(f"""
+import logging
+{framework}
+logger = logging.getLogger(__name__)
+
+def generate(prompt):
+    logger.info(f"HFLLM prompt: {{prompt}}")  # hit
+""")
+
+
 def test_metadata_and_lookalikes_a_maintainer_would_reject():
     check(HEAD + """
 SYSTEM_PROMPT = "You are a helpful assistant."
