@@ -191,6 +191,27 @@ def test_duckdb_runs_a_query_when_executed_and_a_relation_when_fetched():
     assert [(f.line, f.extra["call"]) for f in found] == [(7, "duckdb.connect.execute"), (9, "duckdb.execute")]
 
 
+def test_a_langchain_model_invoked_synchronously_blocks_until_the_whole_answer():
+    # langchain-core 1.8.4 `BaseChatModel.invoke` runs the request in the calling thread; `ainvoke` is its twin
+    found = findings("""
+        from langchain_anthropic import ChatAnthropic
+        from langchain_openai import ChatOpenAI
+        llm = ChatOpenAI(model="gpt-4o-mini")
+        class Agent:
+            def __init__(self):
+                self.model = ChatAnthropic(model="claude-sonnet-4-5")
+            async def answer(self, question):
+                first = llm.invoke(question)
+                many = llm.batch([question, question])
+                second = await llm.ainvoke(question)
+                return self.model.invoke(question), first, many, second
+        """)
+    assert [(f.line, f.extra["call"]) for f in found] == [
+        (9, "langchain_openai.ChatOpenAI.invoke"), (10, "langchain_openai.ChatOpenAI.batch"),
+        (12, "langchain_anthropic.ChatAnthropic.invoke")]
+    assert "ainvoke" in found[0].fix
+
+
 def test_a_path_built_with_slash_or_a_path_method_is_a_path():
     # folderbot's uploads (`self.config.root_folder / ".folderbot" / "uploads"`), gpt-researcher's report store
     # (`self._path.with_suffix(...)`): rules/common.yaml `library_results`, from CPython's pathlib
