@@ -56,7 +56,7 @@ _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
 
 
 IN_CONTAINER = "[]"  # an argument position's suffix: the reference is an element of a tuple/list passed there
-PARAMETER = "P:"  # a decorator on an attribute of the enclosing function's parameter: "P:<parameter>.<attribute>"
+PARAMETER = "P:"  # through an unannotated parameter of the enclosing function: "P:<parameter>.<attribute>..."
 CONTAINER = "A:"  # a container literal's reference: "A:{<member>|<member>}", an element is one of the members
 _MISSING = object()
 MAX_MEMBERS = 32  # a longer literal is data, not a table of implementations
@@ -1148,30 +1148,17 @@ class _Reader:
             if type(first) is ast.Constant and isinstance(first.value, str):
                 literal = first.value
             self.expressions(list(node.args) + [k.value for k in node.keywords])
-        return Decorator(ref=self.ref(callee) or self._parameter_ref(callee), text=_text(callee), literal=literal,
-                         called=called)
+        return Decorator(ref=self.ref(callee), text=_text(callee), literal=literal, called=called)
 
     def _parameter(self, name: str) -> str | None:
         """A parameter of the function being read that has no annotation and still holds its argument
-        ("P:runtime"): the model types it from what every caller passes there."""
+        ("P:runtime"; `@sio.on("chat")` inside `def register_handlers(sio)` is "P:sio.on"): the model types it
+        from what every caller passes there."""
         scope = self.scope
         if (scope.kind == "function" and not scope.params.get(name, "*").startswith("*")
                 and scope.bindings.get(name, _MISSING) is None):
             return PARAMETER + name
         return None
-
-    def _parameter_ref(self, expr: ast.expr) -> str | None:
-        """`@sio.on("chat")` inside `def register_handlers(sio)`: an attribute of a parameter that still holds its
-        argument and has no annotation ("P:sio.on"); the model types it from what the function's callers pass."""
-        names = []
-        while type(expr) is ast.Attribute:
-            names.append(expr.attr)
-            expr = expr.value
-        scope = self.scope
-        if (type(expr) is not ast.Name or not names or scope.kind != "function" or expr.id not in scope.params
-                or scope.bindings.get(expr.id) is not None):
-            return None
-        return PARAMETER + ".".join([expr.id, *reversed(names)])
 
     # ------------------------------------------------------------------ expressions
 
