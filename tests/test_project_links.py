@@ -329,6 +329,42 @@ def test_every_context_reports_the_rules_own_decisions(tmp_path):
     assert reported["LLM003"].line == 3 and "top-level code" in reported["LLM003"].message
 
 
+@pytest.mark.parametrize("decorator, cached", [
+    ("@locked_cached(ttl=300)", True),  # gpustack's own TTL cache, named for what it does
+    ("@memoize", True),
+    ("@never_cache", False),  # Django's opposite, and other names that only mention a cache
+    ("@cache_control(max_age=60)", False),
+])
+def test_a_project_decorator_named_as_a_cache_caches(tmp_path, decorator, cached):
+    root = write(tmp_path, {"app/__init__.py": "", "app/clients.py": CLIENTS, "app/routes.py": f"""
+        from fastapi import FastAPI
+        from app.clients import fetch_user
+        from app.caching import locked_cached, memoize, never_cache, cache_control
+        app = FastAPI()
+
+        {decorator}
+        def search(uid):
+            return fetch_user(uid)
+
+        @app.get("/search/{{uid}}")
+        def get_search(uid: int):
+            return search(uid)
+        """, "app/caching.py": """
+        def locked_cached(ttl=None):
+            return lambda f: f
+
+        def memoize(f):
+            return f
+
+        def never_cache(f):
+            return f
+
+        def cache_control(**kwargs):
+            return lambda f: f
+        """})
+    assert found(scan(root), "LLM003") == ([] if cached else [("app/clients.py", 5, "LLM003")])
+
+
 def test_a_cached_function_runs_once_so_what_it_calls_is_not_per_request(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
