@@ -2718,3 +2718,42 @@ def test_an_unannotated_parameter_is_what_every_caller_passes(tmp_path, second_c
         app.add_middleware(Middleware)
         """})
     assert [(line, rule) for path, line, rule in found(scan(root)) if path.endswith("middleware.py")] == reported
+
+
+def test_a_with_over_a_contextmanager_helper_runs_its_body_up_to_the_yield(tmp_path):
+    """link-project-to-chat's relay store, xinference's download store: `with self._connect() as db:` where
+    `_connect` is a `@contextmanager` generator that opens the SQLite connection before its `yield`."""
+    root = write(tmp_path, {"app.py": """
+        import sqlite3
+        from contextlib import contextmanager
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        class Store:
+            @contextmanager
+            def _connect(self):
+                conn = sqlite3.connect("/var/app.db")
+                try:
+                    yield conn
+                finally:
+                    conn.close()
+
+            def rows(self):
+                for row in self._rows():
+                    yield row
+
+            def _rows(self):
+                yield from ()
+
+            def bump(self, key):
+                with self._connect() as db:
+                    db.execute("UPDATE t SET n = n + 1 WHERE k = ?", (key,))
+
+        store = Store()
+
+        @app.post("/bump/{key}")
+        async def bump(key: str):
+            store.bump(key)
+            store.rows()  # a plain generator: calling it runs nothing
+        """})
+    assert found(scan(root), "LLM004") == [("app.py", 31, "LLM004")]

@@ -1079,6 +1079,8 @@ class _Reader:
         saved_memo, self.memo_depth = self.memo_depth, 0
         saved_guards, self.guards = self.guards, []
         self.block(node.body)
+        if "contextmanager" in names:  # `with self._connect() as db:` runs the body up to its `yield` on entry
+            function.generator = False
         self.lazy_depth = saved_lazy
         self.memo_depth = saved_memo
         self.guards = saved_guards
