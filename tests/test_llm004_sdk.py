@@ -212,6 +212,26 @@ def test_a_langchain_model_invoked_synchronously_blocks_until_the_whole_answer()
     assert "ainvoke" in found[0].fix
 
 
+def test_an_atomic_save_through_a_temporary_file_writes_on_the_loop():
+    # ductor's `atomic_text_save` (mkstemp, os.fdopen, write, replace), a prompt written to a NamedTemporaryFile
+    # per turn: CPython 3.11 tempfile creates and opens the file, os.fdopen is io.open on a descriptor
+    found = findings("""
+        import os
+        import tempfile
+        async def save(path, text):
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        async def prompt_file(text):
+            with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+                f.write(text)
+            return f.name
+        """)
+    assert [(f.line, f.extra["call"]) for f in found] == [
+        (5, "tempfile.mkstemp"), (6, "os.fdopen"), (10, "tempfile.NamedTemporaryFile")]
+
+
 def test_a_path_built_with_slash_or_a_path_method_is_a_path():
     # folderbot's uploads (`self.config.root_folder / ".folderbot" / "uploads"`), gpt-researcher's report store
     # (`self._path.with_suffix(...)`): rules/common.yaml `library_results`, from CPython's pathlib
