@@ -553,12 +553,9 @@ class ProjectModel:
         for node, decorator in pending:
             owner = self.node(node.path, node.function.parent) if node.function.parent else None
             parameter, _, attribute = decorator.ref[len(PARAMETER):].partition(".")
-            if owner is None or parameter not in owner.function.parameters:
+            names = _argument_names(owner.function.parameters, parameter) if owner is not None else None
+            if names is None:
                 continue
-            parameters = owner.function.parameters
-            index = parameters.index(parameter)
-            names = {parameter, str(index)} if index < (parameters.index("*") if "*" in parameters else
-                                                         len(parameters)) else {parameter}
             passed = set()
             for caller, kind, call in self._caller_map().get(owner.id, ()):
                 if kind not in (E_CALL, E_AWAIT) or call is None:
@@ -1074,12 +1071,9 @@ class ProjectModel:
         """What every call of `node` passes as its unannotated `parameter` (`_handle_upload(scope, runtime)`
         with the `runtime` module each time), when all of them are known and agree; else None. A function
         handed over as a callback has callers the project does not show."""
-        parameters = node.function.parameters
-        if parameter not in parameters:
+        names = _argument_names(node.function.parameters, parameter)
+        if names is None:
             return None
-        index = parameters.index(parameter)
-        names = {parameter, str(index)} if index < (parameters.index("*") if "*" in parameters else
-                                                     len(parameters)) else {parameter}
         found: Target | None = None
         for caller, kind, call in self._caller_map().get(node.id, ()):
             if kind == E_DEF:
@@ -1647,6 +1641,16 @@ def _tokens(dotted: str) -> list[str]:
             out.append(part)
         out.extend(reversed(suffixes))
     return out
+
+
+def _argument_names(parameters: list[str], parameter: str) -> set[str] | None:
+    """How a call passes `parameter` of a function whose `Function.parameters` are `parameters`: by keyword, and
+    by position ("0", "1"...) when it comes before the keyword-only marker "*"; None when there is no such one."""
+    if parameter not in parameters:
+        return None
+    index = parameters.index(parameter)
+    keyword_only = parameters.index("*") if "*" in parameters else len(parameters)
+    return {parameter, str(index)} if index < keyword_only else {parameter}
 
 
 def _leading_names(tokens: list[str]) -> list[str]:
