@@ -38,6 +38,7 @@ severity = { LLM004 = "error" }
 max-file-size = 1000
 respect-gitignore = false
 control-plane = ["app/admin/*", "app/api.py::Settings.*"]
+python-platform = "win32"
 """))
     assert config.select == ("LLM",) and config.ignore == ("LLM002",)
     assert config.exclude == ("migrations",)
@@ -49,12 +50,13 @@ control-plane = ["app/admin/*", "app/api.py::Settings.*"]
     assert config.declared_control_plane(str(tmp_path / "app" / "admin" / "users.py"), "create_user")
     assert config.declared_control_plane(str(tmp_path / "app" / "api.py"), "Settings.update")
     assert not config.declared_control_plane(str(tmp_path / "app" / "api.py"), "chat")
+    assert config.python_platform == "win32"
     assert config.root == str(tmp_path) and config.source == str(tmp_path / "pyproject.toml")
 
 
 def test_empty_yaml_is_defaults(tmp_path):
     config = load_config(write(tmp_path / ".llmdoctor.yaml", ""))
-    assert config.select == () and config.root == str(tmp_path)
+    assert config.select == () and config.root == str(tmp_path) and config.python_platform == "linux"
 
 
 @pytest.mark.parametrize(("text", "needle"), [
@@ -69,6 +71,8 @@ def test_empty_yaml_is_defaults(tmp_path):
     ("control-plane: {admin: yes}\n", "key 'control-plane': must be a list of strings"),
     ("control-plane: ['::reset']\n", "key 'control-plane': '::reset': expected a file glob"),
     ("control-plane: ['app/api.py::']\n", "key 'control-plane': 'app/api.py::': expected a file glob"),
+    ("python-platform: windows\n", "key 'python-platform': must be one of linux, darwin, win32, all"),
+    ("python-platform: [linux]\n", "key 'python-platform': must be one of"),
 ])
 def test_invalid_values_name_file_and_key(tmp_path, text, needle):
     path = write(tmp_path / ".llmdoctor.yaml", text)

@@ -14,6 +14,7 @@ one folder `.llmdoctor.yaml` is preferred over pyproject.toml (a pyproject.toml 
     respect-gitignore = true
     every-context = false                  # true: report in every execution context (library authors)
     control-plane = ["app/admin/*", "app/api.py::reset_*"]   # entry points that are not the data plane
+    python-platform = "linux"              # where the code is served: linux, darwin, win32 or all
     fix = true                             # `scan` applies the safe fixes (as --fix)
     unsafe-fixes = true                    # ... and the unsafe ones (as --unsafe-fixes)
     fix-timeout = 30                       # seconds: the value LLM006's fix writes (never guessed)
@@ -22,6 +23,11 @@ one folder `.llmdoctor.yaml` is preferred over pyproject.toml (a pyproject.toml 
 settings rather than the traffic the service exists for, as a file glob, optionally `::` and a glob of the
 function's qualified name (`Class.method`). What only they reach gets the context `control-plane`, which the
 rules' YAML `contexts:` mostly leave unreported; a helper reached from another entry point stays `serving`.
+
+`python-platform`: the `sys.platform` the served code runs on, as pyright's `pythonPlatform` and mypy's
+`--platform`: a branch that a platform test (`sys.platform == "win32"`, `os.name == "nt"`, `platform.system()
+== "Windows"`, or a module-level name bound to one) rules out there does not run, so nothing in it is reported
+or followed. Default `linux`, where LLM servers run; `all` decides no platform test.
 
 Globs and folders are relative to the folder holding the config file. An invalid file exits 2 naming the
 file and the key.
@@ -40,7 +46,8 @@ from llmdoctor.scan.settings import DEFAULT_MAX_FILE_SIZE, MAX_FILE_SIZE_LIMIT, 
 
 MAX_CONFIG_BYTES = 10 * 2**20  # a pyproject.toml or .llmdoctor.yaml is a few KB
 KEYS = ("select", "ignore", "exclude", "per-file-ignores", "rules-dir", "severity", "max-file-size",
-        "respect-gitignore", "every-context", "control-plane", "fix", "unsafe-fixes", "fix-timeout")
+        "respect-gitignore", "every-context", "control-plane", "python-platform", "fix", "unsafe-fixes", "fix-timeout")
+PLATFORMS = ("linux", "darwin", "win32", "all")
 
 
 def find_config(start: str | os.PathLike) -> Path | None:
@@ -183,6 +190,11 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
             control_plane.append(control_plane_pattern(pattern))
         except ValueError as problem:
             raise fail("control-plane", str(problem)) from None
+    python_platform = "linux"
+    if "python-platform" in values:
+        python_platform = values["python-platform"][0]
+        if python_platform not in PLATFORMS:
+            raise fail("python-platform", f"must be one of {', '.join(PLATFORMS)} (got {brief(python_platform)})")
     fix_timeout = None
     if "fix-timeout" in values:
         fix_timeout = values["fix-timeout"][0]
@@ -198,7 +210,7 @@ def parse_settings(raw: dict[str, Any], path: Path) -> ScanConfig:
         root=str(base), select=rule_ids("select"), ignore=rule_ids("ignore"),
         per_file_ignores=tuple(per_file), severity=tuple(severity), exclude=str_list("exclude"),
         rules_dirs=rules_dirs, max_file_size=max_size, respect_gitignore=gitignore, every_context=every_context,
-        control_plane=tuple(control_plane), source=str(path), fix=fix, unsafe_fixes=unsafe_fixes,
+        control_plane=tuple(control_plane), python_platform=python_platform, source=str(path), fix=fix, unsafe_fixes=unsafe_fixes,
         fix_timeout=fix_timeout,
     )
 

@@ -140,7 +140,7 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
         from llmdoctor.scan.project.knowledge import index_interest
 
         try:
-            result.index = index_module(source, tree, index_interest(catalog))
+            result.index = index_module(source, tree, index_interest(catalog), config.python_platform)
         except RecursionError:
             result.index = None  # a pathological nesting: the module stays out of the project model
     if not rules:

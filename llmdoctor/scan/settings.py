@@ -28,6 +28,7 @@ class ScanConfig:
     every_context: bool = False  # report candidates in every execution context (ignore the rules' `contexts:`)
     control_plane: tuple[tuple[str, str], ...] = ()  # (path glob, function glob or ""): entry points declared
     # control plane (admin consoles, provisioning): what only they reach has its own context
+    python_platform: str = "linux"  # the `sys.platform` the code is served on; "all": no platform test decided
     source: str | None = None  # the config file these settings came from, if any
     # what `scan` does with the findings, not what it finds: kept out of repr(), so out of the cache key
     fix: bool = field(default=False, repr=False)

@@ -51,6 +51,12 @@ LAMBDA = 2  # called inside a lambda defined here (runs when the lambda runs: no
 ASSIGNED = 3
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# what `sys.platform`, `os.name` and `platform.system()` read on each platform (config `python-platform`)
+_PLATFORMS = {
+    "linux": {"sys.platform": "linux", "os.name": "posix", "platform.system": "Linux"},
+    "darwin": {"sys.platform": "darwin", "os.name": "posix", "platform.system": "Darwin"},
+    "win32": {"sys.platform": "win32", "os.name": "nt", "platform.system": "Windows"},
+}
 _TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `try: ... except* E:` from Python 3.11
 _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
 
@@ -231,25 +237,29 @@ class ModuleIndex:
     main_block: bool = False  # has `if __name__ == "__main__":`
     suppressions: dict[int, list[str]] = field(default_factory=dict)  # line -> codes ("*": all)
     file_ignores: list[str] = field(default_factory=list)
+    # (first, last) lines of the branches a platform test rules out where the code is served: they never run
+    unreachable: list[tuple[int, int]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"b": self.bindings, "f": [f.to_json() for f in self.functions],
                 "c": [c.to_json() for c in self.classes], "i": self.imports, "m": self.main_block,
-                "s": {str(k): v for k, v in self.suppressions.items()}, "x": self.file_ignores}
+                "s": {str(k): v for k, v in self.suppressions.items()}, "x": self.file_ignores,
+                "u": self.unreachable}
 
     @classmethod
     def from_json(cls, data: dict) -> ModuleIndex:
         """The index `to_json` wrote; ValueError (or TypeError) on anything else (a corrupt or edited cache)."""
-        bindings, functions, suppressions = data["b"], data["f"], data["s"]
+        bindings, functions, suppressions, unreachable = data["b"], data["f"], data["s"], data["u"]
         if not (type(bindings) is dict and all(v is None or type(v) is str for v in bindings.values())
                 and type(functions) is list and functions and _strings(data["i"]) and type(data["m"]) is bool
                 and type(suppressions) is dict and all(_strings(v) for v in suppressions.values())
-                and _strings(data["x"])):
+                and _strings(data["x"]) and type(unreachable) is list
+                and all(type(r) is list and len(r) == 2 and all(type(n) is int for n in r) for r in unreachable)):
             raise ValueError("index: of the wrong shape")
         found = cls(bindings=dict(bindings), functions=[Function.from_json(f) for f in functions],
                     classes=[ClassInfo.from_json(c) for c in data["c"]], imports=list(data["i"]),
                     main_block=data["m"], suppressions={int(k): list(v) for k, v in suppressions.items()},
-                    file_ignores=list(data["x"]))
+                    file_ignores=list(data["x"]), unreachable=[(first, last) for first, last in unreachable])
         if found.functions[0].key != MODULE_KEY:
             raise ValueError("index: the module's own code comes first")
         return found
@@ -300,14 +310,16 @@ def _decorator(data) -> Decorator:
 # ----------------------------------------------------------------------------- the walk
 
 
-def index_module(source: str, tree: ast.Module, interest=None) -> ModuleIndex:
+def index_module(source: str, tree: ast.Module, interest=None, platform: str = "linux") -> ModuleIndex:
     """The index of a module `ast.parse` read from `source`. `interest`: which calls of the standard library
-    and builtins to keep (knowledge.Interest; None: all)."""
+    and builtins to keep (knowledge.Interest; None: all); `platform`: the `sys.platform` the code runs on, whose
+    platform tests decide their branches ("all": none decided)."""
     reader = _Reader(source)
     reader.interest = interest
+    reader.platform = _PLATFORMS.get(platform)
     reader.read_module(tree)
     index = ModuleIndex(bindings=reader.module_bindings, functions=reader.functions, classes=reader.classes,
-                        imports=reader.runtime_imports, main_block=reader.main_block)
+                        imports=reader.runtime_imports, main_block=reader.main_block, unreachable=reader.unreachable)
     if ("noqa" in source or "NOQA" in source or "llmdoctor:" in source) and _SUPPRESSION_HINT.search(source):
         # (a tokenizer pass costs as much as the parse: only when a comment can silence an llmdoctor finding)
         index.suppressions, index.file_ignores = _suppressions(source)
@@ -358,6 +370,9 @@ class _Reader:
         # after `if self._loaded: return`: (class, attribute, function, the calls of the rest of the block)
         self._flag_guarded: list[tuple[str, str, str, list[Call]]] = []
         self.interest = None
+        self.platform: dict[str, str] | None = None  # what the platform tests read where the code runs
+        self.platform_names: dict[str, bool | None] = {}  # module-level `IS_WINDOWS = sys.platform == "win32"`
+        self.unreachable: list[tuple[int, int]] = []
         self.handed_lambdas: set[int] = set()
 
     # ------------------------------------------------------------------ module
@@ -625,6 +640,7 @@ class _Reader:
                         self._note_registration(target.value, node.value)
             for target in node.targets:
                 self.assign(target, value)
+                self._note_platform_name(target, node.value)
                 self._note_switch_attribute(target, node.value)
                 self._note_flag_set(target, node.value)
                 if type(target) is ast.Name:
@@ -639,6 +655,8 @@ class _Reader:
             if value is None or value.startswith(_TYPING_REFS):
                 value = self.value_ref(node.value) if node.value is not None else None
             self.assign(node.target, value, annotated=True)
+            if node.value is not None:
+                self._note_platform_name(node.target, node.value)
             if type(node.target) is ast.Name:
                 self._note_type(node.target.id, _annotation_types(node.annotation) or (
                     self._evident_type(node.value) if node.value is not None else None))
@@ -674,10 +692,13 @@ class _Reader:
             self.block(node.orelse)
         elif kind in _TRIES:
             self.block(node.body)
+            probes_loop = _probes_running_loop(node.body)
             for handler in node.handlers:
                 if handler.name:
                     self.bind(handler.name, None)
-                once = _import_error(handler.type)  # `except ImportError: install it`: once, if ever
+                # `except ImportError: install it`: once, if ever; `try: asyncio.get_running_loop() / except
+                # RuntimeError:` runs only where no event loop runs, so never under a coroutine
+                once = int(_import_error(handler.type) or probes_loop and _catches(handler.type, "RuntimeError"))
                 self.lazy_depth += once
                 self.block(handler.body)
                 self.lazy_depth -= once
@@ -847,6 +868,13 @@ class _Reader:
 
     def if_statement(self, node: ast.If) -> None:
         self.expressions([node.test])
+        holds = self.platform_test(node.test)
+        if holds is not None:  # `if sys.platform == "win32":` on Linux: the other branch is the code that runs
+            skipped, taken = (node.orelse, node.body) if holds else (node.body, node.orelse)
+            if skipped:
+                self.unreachable.append((skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))
+            self.block(taken)
+            return
         if self.scope.kind == "module" and _is_main_test(node.test):
             self.main_block = True
         lazy = _lazy_target(node.test)
@@ -871,6 +899,73 @@ class _Reader:
         self.lazy_depth -= guarded
         self.memo_depth -= kept
         self.block(node.orelse)
+
+    def platform_test(self, test: ast.expr) -> bool | None:
+        """Whether a platform test holds where the code runs (`sys.platform == "win32"`, `os.name != "nt"`,
+        `platform.system() == "Windows"`, `sys.platform.startswith("win")`, a module-level name bound to one, and
+        `not`/`and`/`or` of them); None: not decided by the platform."""
+        if self.platform is None:
+            return None
+        kind = type(test)
+        if kind is ast.Compare and len(test.ops) == 1:
+            value = self._platform_value(test.left)
+            if value is None:
+                return None
+            op, right = type(test.ops[0]), test.comparators[0]
+            if op in (ast.Eq, ast.NotEq) and type(right) is ast.Constant and type(right.value) is str:
+                return (value == right.value) == (op is ast.Eq)
+            if op in (ast.In, ast.NotIn) and type(right) in (ast.Tuple, ast.List, ast.Set) and all(
+                    type(e) is ast.Constant and type(e.value) is str for e in right.elts):
+                return (value in [e.value for e in right.elts]) == (op is ast.In)
+            return None
+        if kind is ast.Call and type(test.func) is ast.Attribute and test.func.attr == "startswith" \
+                and len(test.args) == 1 and not test.keywords:
+            value = self._platform_value(test.func.value)
+            prefixes = test.args[0]
+            if value is None:
+                return None
+            if type(prefixes) is ast.Constant and type(prefixes.value) is str:
+                return value.startswith(prefixes.value)
+            if type(prefixes) is ast.Tuple and all(type(e) is ast.Constant and type(e.value) is str
+                                                   for e in prefixes.elts):
+                return value.startswith(tuple(e.value for e in prefixes.elts))
+            return None
+        if kind is ast.UnaryOp and type(test.op) is ast.Not:
+            inner = self.platform_test(test.operand)
+            return None if inner is None else not inner
+        if kind is ast.BoolOp:
+            decisive = type(test.op) is ast.Or  # True decides an `or`, False an `and`
+            parts = [self.platform_test(value) for value in test.values]
+            if decisive in parts:
+                return decisive
+            return None if None in parts else not decisive
+        if kind is ast.Name and not (self.scope.kind == "function" and test.id in self.scope.bindings):
+            return self.platform_names.get(test.id)
+        return None
+
+    def _platform_value(self, node: ast.expr) -> str | None:
+        """What `sys.platform`, `os.name`, `platform.system()` (and its `.lower()`) read where the code runs."""
+        if type(node) is ast.Call:
+            if node.args or node.keywords:
+                return None
+            name = _text(node.func)
+            if name == "platform.system":
+                return self.platform["platform.system"]
+            if name == "platform.system.lower" and type(node.func.value) is ast.Call:
+                return self.platform["platform.system"].lower()
+            return None
+        name = _text(node)
+        return self.platform.get(name) if name in ("sys.platform", "os.name") else None
+
+    def _note_platform_name(self, target: ast.expr, value: ast.expr) -> None:
+        """`IS_WINDOWS = sys.platform == "win32"` at module level: the name is that platform test (bound again to
+        anything else, it is none)."""
+        if self.scope.kind != "module" or type(target) is not ast.Name or self.platform is None:
+            return
+        holds = self.platform_test(value)
+        name = target.id
+        if holds is not None or name in self.platform_names:
+            self.platform_names[name] = holds if self.platform_names.get(name, holds) == holds else None
 
     def _shipped(self, expr: ast.expr | None) -> bool:
         """Whether `expr` builds a path from `__file__` (`os.path.join(os.path.dirname(__file__), "task.json")`,
@@ -1195,6 +1290,11 @@ class _Reader:
                     continue
                 stack.append(value)
                 continue
+            if kind is ast.IfExp and self.platform is not None:
+                holds = self.platform_test(node.test)
+                if holds is not None:  # `a() if IS_WINDOWS else b()`: only the branch that runs
+                    stack.extend([node.test, node.body if holds else node.orelse])
+                    continue
             if kind is ast.Lambda:  # its defaults run here, its body when the lambda runs
                 stack.extend(node.args.defaults)
                 stack.extend([d for d in node.args.kw_defaults if d is not None])
@@ -1566,9 +1666,23 @@ def _once_guard(test: ast.expr) -> bool:
     return _text(test.operand.func).rsplit(".", 1)[-1] in ONCE_TESTS
 
 
-def _import_error(kind: ast.expr | None) -> int:
-    names = [kind] if kind is not None and type(kind) is not ast.Tuple else (kind.elts if kind is not None else [])
-    return int(any(_text(name).rsplit(".", 1)[-1] in ("ImportError", "ModuleNotFoundError") for name in names))
+def _import_error(kind: ast.expr | None) -> bool:
+    return _catches(kind, "ImportError") or _catches(kind, "ModuleNotFoundError")
+
+
+def _probes_running_loop(body: list) -> bool:
+    """`loop = asyncio.get_running_loop()` (or the bare call) among the statements of a `try` body."""
+    for statement in body:
+        value = statement.value if type(statement) in (ast.Expr, ast.Assign) else None
+        if type(value) is ast.Call and _text(value.func) in ("asyncio.get_running_loop", "get_running_loop"):
+            return True
+    return False
+
+
+def _catches(names: ast.expr | None, exception: str) -> bool:
+    """An `except` clause naming `exception` (alone or in a tuple)."""
+    listed = names.elts if type(names) is ast.Tuple else [names] if names is not None else []
+    return any(_text(name).rsplit(".", 1)[-1] == exception for name in listed)
 
 
 def _text_target(node: ast.expr) -> str:

@@ -134,6 +134,8 @@ def _library_roots(catalog) -> frozenset[str]:
 def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
             every_context: bool = False) -> Finding | None:
     """The candidate as reported in its context, or None where its rule does not report there."""
+    if model.unreachable(path, candidate.line):
+        return None  # `if sys.platform == "win32":` on a Linux server: never runs
     extra = dict(candidate.extra)
     key = extra.pop(FUNCTION_KEY, "")
     everywhere = extra.pop(EVERYWHERE, False)

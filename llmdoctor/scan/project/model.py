@@ -484,6 +484,11 @@ class ProjectModel:
         qualified = self.qualified(node_id, call.ref)
         return qualified is not None and self.offload_table.match(qualified) is not None
 
+    def unreachable(self, path: str, line: int) -> bool:
+        """Whether `line` lies in a branch a platform test rules out where the code runs (`python-platform`)."""
+        module = self.modules.get(path)
+        return module is not None and any(first <= line <= last for first, last in module.unreachable)
+
     def suppressed(self, path: str, code: str, lines) -> bool:
         module = self.modules.get(path)
         if module is None or not module.suppressions and not module.file_ignores:
