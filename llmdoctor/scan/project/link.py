@@ -142,6 +142,8 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     only_in = extra.pop(ONLY_IN, None)
     if extra.pop(PER_CALL, False) and model.memoised(path, key, candidate.line, candidate.column):
         return None  # `if self._x is not None: return self._x` before it: built once per key, not per call
+    if model.switched_off_by_callers(path, key, candidate.line):
+        return None  # `if async_client: return AsyncAnthropic()` and every caller passes async_client=True
     forwarded = extra.pop(FORWARDED_KEYWORD, None)
     if forwarded is not None:
         callers = model.callers_omitting(path, key, forwarded)

@@ -456,20 +456,37 @@ class ProjectModel:
         """How many calls in the project reach the private function `key` of `path`, when they are all known
         (it is never handed over as a callback) and none passes `keyword=` or `**`; else 0."""
         node = self.node(path, key)
-        if node is None or not node.function.name.startswith("_") or node.function.name.startswith("__"):
+        calls = self._private_callers(node) if node is not None else None
+        if not calls or any(keyword in call.keywords or "**" in call.keywords for call in calls):
             return 0
-        count = 0
+        return len(calls)
+
+    def switched_off_by_callers(self, path: str, key: str, line: int) -> bool:
+        """Whether the calls on `line` of the private function `key` of `path` run under a switch (`if stream:`,
+        after `if async_client: return ...`) that every call of it in the project turns off (all known)."""
+        node = self.node(path, key)
+        guarded = [call for call in node.function.calls if call.line == line] if node is not None else []
+        if not guarded or not all(call.guards for call in guarded):
+            return False
+        callers = self._private_callers(node)
+        return bool(callers) and all(self.switched_off(caller, node.id, call.guards)
+                                     for caller in callers for call in guarded)
+
+    def _private_callers(self, node: Node) -> list[Call] | None:
+        """The calls in the project of a private function (`_name`: no code outside the project calls it), when
+        they are all known; None where it is public or handed over as a callback."""
+        if not node.function.name.startswith("_") or node.function.name.startswith("__"):
+            return None
+        calls = []
         for _, kind, call in self._caller_map().get(node.id, []):
             if call is None:
-                return 0
+                return None
             if kind not in (E_CALL, E_AWAIT, E_RUN):
                 if all(ref.endswith(CALLED) for _, ref in call.args):
                     continue  # `results.append(f())`: handed what a call returned, not the function
-                return 0
-            if keyword in call.keywords or "**" in call.keywords:
-                return 0
-            count += 1
-        return count
+                return None
+            calls.append(call)
+        return calls
 
     def _caller_map(self) -> dict[int, list[tuple[int, int, Call | None]]]:
         """Every edge into each function, by callee; read only once every module is linked."""
