@@ -279,8 +279,10 @@ class PayloadEvaluator:
             return _at(self.name(expr.value), expr)
         if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.Comparison)):
             return METADATA
-        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        if isinstance(expr, cst.SimpleString):
             return METADATA  # a constant: no user data
+        if isinstance(expr, cst.ConcatenatedString):  # `f"a {x} " f"b {y}"`: each part, as one f-string's
+            return self._first([expr.left, expr.right])
         if isinstance(expr, cst.UnaryOperation):
             return METADATA if isinstance(expr.operator, (cst.Not, cst.Minus, cst.Plus)) else None
         if isinstance(expr, cst.FormattedString):
