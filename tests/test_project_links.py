@@ -2757,3 +2757,63 @@ def test_a_with_over_a_contextmanager_helper_runs_its_body_up_to_the_yield(tmp_p
             store.rows()  # a plain generator: calling it runs nothing
         """})
     assert found(scan(root), "LLM004") == [("app.py", 31, "LLM004")]
+
+
+def test_self_in_a_mixin_is_the_class_deriving_from_it_and_super_looks_up(tmp_path):
+    """A mixin's method uses what the class built from it has (`self.runtime`, set by the base it is mixed
+    with); `super().__init__()` of a class whose base has no `__init__` of its own is `object`'s, never a
+    sibling subclass's."""
+    root = write(tmp_path, {
+        "app/store.py": """
+            import json
+
+            class Store:
+                def load(self):
+                    with open("state.json") as f:
+                        return json.load(f)
+            """,
+        "app/router.py": """
+            import subprocess
+
+            from app.store import Store
+
+            class Serializable:
+                pass
+
+            class Message(Serializable):
+                def __init__(self, text):
+                    super().__init__()
+                    self.text = text
+
+            class Checkout(Serializable):
+                def __init__(self):
+                    self.status = subprocess.run(["git", "status"], capture_output=True).stdout
+
+            class GitCommandsMixin:
+                async def handle_status(self, update):
+                    Message(update)
+                    return self.store.load()
+
+            class RouterBase:
+                def __init__(self):
+                    self.store = Store()
+
+            class Router(GitCommandsMixin, RouterBase):
+                pass
+            """,
+        "app/bot.py": """
+            from telegram.ext import Application, CommandHandler
+            from app.router import Router
+
+            def build(token):
+                app = Application.builder().token(token).build()
+                router = Router()
+                app.add_handler(CommandHandler("status", router.handle_status))
+                return app
+            """,
+    })
+    findings = scan(root)
+    assert found(findings, "LLM004") == [("app/router.py", 21, "LLM004")]
+    (finding,) = findings
+    assert finding.extra["context"] == "serving"
+    assert [step["function"] for step in finding.extra["via"]][-1] == "Store.load"

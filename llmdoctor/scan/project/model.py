@@ -1075,6 +1075,8 @@ class ProjectModel:
                         break
                 if base is None or base.kind not in ("class", "library"):
                     return None
+                if base.kind == "class" and tokens and tokens[0] != CALLED:  # `super().m()` looks up, never down
+                    return self._walk(self._member(base.klass, tokens[0], depth), tokens[1:], depth)
                 start = Target("instance", klass=base.klass) if base.kind == "class" else base
                 return self._walk(start, tokens, depth)
             if tokens and tokens[0] != CALLED:  # `self.m()`: the object's own class decides, whatever subclass it is
@@ -1179,20 +1181,47 @@ class ProjectModel:
         if kind == "module":
             return self._module_attribute(current.path, token, depth)
         if kind in ("class", "instance"):
-            method = self._method(current.klass, token)
-            if method is not None:
-                if self.nodes[method].function.abstract:  # the subclasses' own definitions run instead
-                    overrides = self._overrides(current.klass, token)
-                    if overrides:
-                        return _one_of([Target("function", node=n) for n in overrides])
-                return Target("function", node=method)
-            found = self._attribute(current.klass, token)
-            if found is None:
-                return None
-            value, owner = found
-            holder = self._class_context(owner)
-            return self._resolve(self.nodes[holder], value, depth + 1) if holder is not None else None
+            found = self._member(current.klass, token, depth)
+            if found is None and kind == "instance" and not token.startswith("__"):  # (`object` has the dunders)
+                return self._mixin_member(current.klass, token, depth)
+            return found
         return None
+
+    def _member(self, klass: tuple[str, str], token: str, depth: int) -> Target | None:
+        """What `token` is on an object of `klass`: its method (or, for an abstract one, every subclass's own
+        definition), else the value its class assigns to that attribute."""
+        method = self._method(klass, token)
+        if method is not None:
+            if self.nodes[method].function.abstract:  # the subclasses' own definitions run instead
+                overrides = self._overrides(klass, token)
+                if overrides:
+                    return _one_of([Target("function", node=n) for n in overrides])
+            return Target("function", node=method)
+        found = self._attribute(klass, token)
+        if found is None:
+            return None
+        value, owner = found
+        holder = self._class_context(owner)
+        return self._resolve(self.nodes[holder], value, depth + 1) if holder is not None else None
+
+    def _mixin_member(self, klass: tuple[str, str], token: str, depth: int) -> Target | None:
+        """`self.runtime` in a mixin that has none of its own: the object is one of the project classes deriving
+        from it (alone, the mixin would raise AttributeError), so it is what the nearest of those that have it
+        hold (`class Router(GitCommandsMixin, RouterBase)`, whose `RouterBase.__init__` sets `self.runtime`)."""
+        targets = []
+        seen = {klass}
+        queue = deque(self.subclasses.get(klass, ()))
+        while queue and len(seen) <= MAX_SUBCLASSES:
+            sub = queue.popleft()
+            if sub in seen:
+                continue
+            seen.add(sub)
+            found = self._member(sub, token, depth + 1)
+            if found is not None:
+                targets.append(found)
+            else:
+                queue.extend(self.subclasses.get(sub, ()))
+        return _one_of(targets)
 
     def _class_context(self, klass: tuple[str, str]) -> int | None:
         """A node inside `klass` (its first method), to resolve values recorded on it (`self.x = ...`)."""
