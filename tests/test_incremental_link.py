@@ -247,3 +247,50 @@ def test_a_blocking_call_on_a_parameter_is_decided_again_from_the_callers_each_r
                                                                                    "fetch(session")})
     again, replayed = same_as_cold(project)  # store.py's link is replayed, its blocking call found again
     assert ("app/pages.py", 12, "LLM004") in lines(again) and replayed >= 1
+
+
+def test_a_mixin_s_member_set_by_the_class_built_from_it_follows_that_class_s_edits(project: Path) -> None:
+    """`self.store` in a mixin is what the class deriving from it sets (in another module): an edit there,
+    the mixin's module unchanged, gives a warm run the cold run's findings."""
+    write(project, {
+        "app/stores.py": """
+            import json
+
+            class FileStore:
+                def load(self):
+                    with open("state.json") as f:
+                        return json.load(f)
+
+            class MemoryStore:
+                def load(self):
+                    return {}
+            """,
+        "app/mixin.py": """
+            class StatusMixin:
+                async def handle_status(self, update):
+                    return self.store.load()
+            """,
+        "app/router.py": """
+            from telegram.ext import Application, CommandHandler
+            from app.mixin import StatusMixin
+            from app.stores import FileStore, MemoryStore
+
+            class Router(StatusMixin):
+                def __init__(self):
+                    self.store = FileStore()
+
+            def build(token):
+                app = Application.builder().token(token).build()
+                app.add_handler(CommandHandler("status", Router().handle_status))
+                return app
+            """,
+    })
+    found, _ = same_as_cold(project)
+    assert ("app/mixin.py", 4, "LLM004") in lines(found)
+    router = (project / "app/router.py").read_text()
+    (project / "app/router.py").write_text(router.replace("self.store = FileStore()", "self.store = MemoryStore()"))
+    found, _ = same_as_cold(project)
+    assert ("app/mixin.py", 4, "LLM004") not in lines(found)
+    (project / "app/router.py").write_text(router)
+    found, _ = same_as_cold(project)
+    assert ("app/mixin.py", 4, "LLM004") in lines(found)
