@@ -624,6 +624,20 @@ class ProjectModel:
     def _overrides(self, klass: tuple[str, str], name: str) -> list[int]:
         """The definitions of method `name` that the subclasses of `klass` (at any depth) have of their own."""
         out: list[int] = []
+
+        def visit(sub: tuple[str, str]) -> bool:
+            key = self.classes[sub].methods.get(name)
+            found = self.by_key.get((sub[0], key)) if key is not None else None
+            if found is not None and not self.nodes[found].function.abstract:
+                out.append(found)
+            return True
+
+        self._visit_subclasses(klass, visit)
+        return out
+
+    def _visit_subclasses(self, klass: tuple[str, str], visit: Callable[[tuple[str, str]], bool]) -> None:
+        """Calls `visit` on the project classes deriving from `klass`, nearest first (at most MAX_SUBCLASSES);
+        it returns whether to go on to the classes deriving from the one it was given."""
         seen = {klass}
         queue = deque(self.subclasses.get(klass, ()))
         while queue and len(seen) <= MAX_SUBCLASSES:
@@ -631,12 +645,8 @@ class ProjectModel:
             if sub in seen:
                 continue
             seen.add(sub)
-            key = self.classes[sub].methods.get(name)
-            found = self.by_key.get((sub[0], key)) if key is not None else None
-            if found is not None and not self.nodes[found].function.abstract:
-                out.append(found)
-            queue.extend(self.subclasses.get(sub, ()))
-        return out
+            if visit(sub):
+                queue.extend(self.subclasses.get(sub, ()))
 
     def _container(self, node_id: int, ref: str) -> tuple[str, str] | None:
         """The module-level name a reference denotes: (module path, name)."""
@@ -1208,19 +1218,15 @@ class ProjectModel:
         """`self.runtime` in a mixin that has none of its own: the object is one of the project classes deriving
         from it (alone, the mixin would raise AttributeError), so it is what the nearest of those that have it
         hold (`class Router(GitCommandsMixin, RouterBase)`, whose `RouterBase.__init__` sets `self.runtime`)."""
-        targets = []
-        seen = {klass}
-        queue = deque(self.subclasses.get(klass, ()))
-        while queue and len(seen) <= MAX_SUBCLASSES:
-            sub = queue.popleft()
-            if sub in seen:
-                continue
-            seen.add(sub)
+        targets: list[Target] = []
+
+        def visit(sub: tuple[str, str]) -> bool:
             found = self._member(sub, token, depth + 1)
             if found is not None:
                 targets.append(found)
-            else:
-                queue.extend(self.subclasses.get(sub, ()))
+            return found is None
+
+        self._visit_subclasses(klass, visit)
         return _one_of(targets)
 
     def _class_context(self, klass: tuple[str, str]) -> int | None:
