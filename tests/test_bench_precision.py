@@ -41,6 +41,7 @@ def test_every_set_is_present() -> None:
     assert sets.count("holdout15") >= 3
     assert sets.count("holdout16") >= 3
     assert sets.count("holdout17") >= 3
+    assert sets.count("holdout18") >= 3
 
 
 def _label(**overrides: object) -> dict:

@@ -2817,3 +2817,34 @@ def test_self_in_a_mixin_is_the_class_deriving_from_it_and_super_looks_up(tmp_pa
     (finding,) = findings
     assert finding.extra["context"] == "serving"
     assert [step["function"] for step in finding.extra["via"]][-1] == "Store.load"
+
+
+def test_a_module_named_like_a_framework_does_not_shadow_it_for_its_siblings(tmp_path):
+    """`from telegram.ext import CommandHandler` inside `app/runners/telegram.py` is python-telegram-bot (an
+    absolute import), not the module itself: its handlers are entry points."""
+    root = write(tmp_path, {
+        "app/__init__.py": "",
+        "app/runners/__init__.py": "",
+        "app/runners/telegram.py": """
+            from telegram.ext import ApplicationBuilder, CommandHandler
+
+            def save_user():
+                with open("user.pkl", "wb") as f:
+                    f.write(b"x")
+
+            class Bot:
+                async def new_thread(self, update, context):
+                    save_user()
+
+                def run(self):
+                    app = ApplicationBuilder().token("t").build()
+                    app.add_handler(CommandHandler("new_thread", self.new_thread))
+                    app.run_polling()
+
+            if __name__ == "__main__":
+                Bot().run()
+            """,
+    })
+    (finding,) = scan(root)
+    assert (finding.path, finding.line, finding.rule) == ("app/runners/telegram.py", 10, "LLM004")
+    assert finding.extra["context"] == "serving" and finding.extra["entry"]["framework"] == "telegram"

@@ -152,7 +152,7 @@ class Interest:
     """What the index must keep of a call to the standard library or a builtin (the rest cannot matter to
     any rule or entry point): the names the knowledge mentions."""
 
-    stdlib: frozenset[str]  # top-level standard library modules some table or entry point names
+    stdlib: frozenset[str]  # top-level modules some table or entry point names (of the stdlib, the index keeps these)
     builtins: frozenset[str]  # builtins some table names (`open`, `input`)
 
     def keeps(self, ref: str) -> bool:

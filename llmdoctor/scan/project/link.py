@@ -119,15 +119,17 @@ def _link(results: list, catalog, config, root: str | None, show, replay) -> tup
 
 
 def _library_roots(catalog) -> frozenset[str]:
-    """The top-level names of the libraries the SDK and HTTP knowledge describes (`openai`, `requests`...),
-    read once per catalog."""
+    """The top-level names of the libraries the knowledge describes: the SDK and HTTP tables' (`openai`,
+    `requests`...) and those the entry points and tables name (`telegram`, `fastapi`...), read once per catalog."""
     found = catalog.memo.get(("library-roots",))
     if found is None:
+        from llmdoctor.scan.project.knowledge import index_interest
         from llmdoctor.scan.rules.sdk_knowledge import client_knowledge, sdk_knowledge
 
         knowledge = client_knowledge(catalog)
         names = [*sdk_knowledge(catalog).imports, *knowledge.module_functions, *knowledge.receivers]
-        found = catalog.memo[("library-roots",)] = frozenset(name.split(".", 1)[0] for name in names)
+        roots = {name.split(".", 1)[0] for name in names} | index_interest(catalog).stdlib
+        found = catalog.memo[("library-roots",)] = frozenset(root for root in roots if root.isidentifier())
     return found
 
 
