@@ -341,6 +341,7 @@ def test_llmdoctor_yaml_config_and_rules_dir(cli, tmp_path):
     (".llmdoctor.yaml", "select: [LLM004\n", "invalid YAML"),
     (".llmdoctor.yaml", "exclude: 3\n", "key 'exclude'"),
     ("pyproject.toml", "[tool.llmdoctor]\ncontrol-plane = ['::admin']\n", "key 'tool.llmdoctor.control-plane'"),
+    ("pyproject.toml", "[tool.llmdoctor]\npython-platform = 'windows'\n", "key 'tool.llmdoctor.python-platform'"),
     (".llmdoctor.yaml", "- a\n- b\n", "must be a mapping"),
 ])
 def test_malformed_config_exits_2(cli, tmp_path, name, text, needle):

@@ -152,7 +152,7 @@ class Interest:
     """What the index must keep of a call to the standard library or a builtin (the rest cannot matter to
     any rule or entry point): the names the knowledge mentions."""
 
-    stdlib: frozenset[str]  # top-level modules some table or entry point names (of the stdlib, the index keeps these)
+    roots: frozenset[str]  # top-level modules some table or entry point names (of the stdlib, the index keeps these)
     builtins: frozenset[str]  # builtins some table names (`open`, `input`)
 
     def keeps(self, ref: str) -> bool:
@@ -160,7 +160,7 @@ class Interest:
             return ref[2:].split(".", 1)[0].split("(", 1)[0] in self.builtins
         if ref.startswith("I:"):
             root = ref[2:].split(".", 1)[0].split("(", 1)[0]
-            return root not in _STDLIB or root in self.stdlib
+            return root not in _STDLIB or root in self.roots
         return True
 
 

@@ -128,7 +128,7 @@ def _library_roots(catalog) -> frozenset[str]:
 
         knowledge = client_knowledge(catalog)
         names = [*sdk_knowledge(catalog).imports, *knowledge.module_functions, *knowledge.receivers]
-        roots = {name.split(".", 1)[0] for name in names} | index_interest(catalog).stdlib
+        roots = {name.split(".", 1)[0] for name in names} | index_interest(catalog).roots
         found = catalog.memo[("library-roots",)] = frozenset(root for root in roots if root.isidentifier())
     return found
 
