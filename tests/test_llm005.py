@@ -15,7 +15,7 @@ import pytest
 from llmdoctor.errors import UserError
 from llmdoctor.scan.catalog import load_catalog
 from llmdoctor.scan.engine import analyze_source
-from llmdoctor.scan.rules.payload import build_logging_knowledge
+from llmdoctor.scan.rules.payload import build_logging_knowledge, printf_excerpts
 from llmdoctor.scan.settings import ScanConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -384,6 +384,42 @@ def ask(question, limit):
     logger.info("question: %s", {expr}){mark}
 """)
 
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    ('logger.info("question: %.50s", question)', False),
+    ('logger.info("job %s question=%.64r", job_id, question)', False),
+    ('logger.info("question: %.65s", question)', True),
+    ('logger.info("question (first 200): %.200r", question)', True),
+    ('logger.info("%.50s then %s", job_id, question)', True),  # the cut is the first argument's
+    ('logger.info("question: %*.*s", 5, 30, question)', True),  # a precision given as an argument
+    ('logger.info("question: %(q).30s", {"q": question})', True),  # by key: not read
+    ('logger.info("question: %.40s (job %s)" % (question, job_id))', False),
+    ('logger.info("question: %.400s (job %s)" % (question, job_id))', True),
+    ('logger.info(f"question: {question:.40}")', False),
+    ('logger.info(f"question: {question!r:>10.60s}")', False),
+    ('logger.info(f"question: {question:.200}")', True),
+    ('logger.info(f"question: {question:>100}")', True),  # a width pads, it does not cut
+    ('print("question: %.20s", question)', True),  # print does not format its arguments
+])
+def test_a_conversion_precision_is_an_excerpt_too(call, reported):
+    mark = "  # hit" if reported else ""
+    check("from fastapi import FastAPI\n" + HEAD + f"""
+def ask(question, job_id):
+    {call}{mark}
+""")
+
+
+@pytest.mark.parametrize(("template", "cut"), [
+    ("%s %.50s %%  %.10r", {1, 2}),
+    ("%d %*s %.3s", {3}),  # `*` takes an argument of its own
+    ("%.*s %.5a", {2}),
+    ("%.s", {0}),  # precision 0: nothing of it
+    ("%.65s", set()),
+    ("%(name).5s", None),
+])
+def test_printf_excerpts_reads_each_conversion(template, cut):
+    assert printf_excerpts(template, 64) == cut
 
 @pytest.mark.parametrize(("test", "labelled"), [
     ('"yes" in answer', True),

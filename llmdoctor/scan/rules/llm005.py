@@ -36,10 +36,13 @@ class UnsampledPayloadLogging(PayloadFlowRule):
                 and not (arg.keyword is not None and arg.keyword.value in NOT_LOGGED_KEYWORDS)]
         if skip_first and args and args[0].keyword is None:
             args = args[1:]
-        for arg in args:
-            value = self.evaluate(arg.value)
+        values = [arg.value for arg in args]
+        if shown != "print" and len(values) > 1 and args[0].keyword is None:  # logging's lazy `%` arguments
+            values = values[:1] + self.evaluator.formatted_arguments(values[0], values[1:])
+        for value_expr in values:
+            value = self.evaluate(value_expr)
             if isinstance(value, Source) and not value.stream:
-                self._report(node, shown, level, arg.value, value)
+                self._report(node, shown, level, value_expr, value)
                 return
 
     def _report(self, node: cst.Call, shown: str, level: int, expr: cst.BaseExpression, source: Source) -> None:

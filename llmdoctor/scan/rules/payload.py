@@ -15,6 +15,8 @@ ends the flow. Names are looked up through a callback: the rule keeps the per-fu
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -227,6 +229,35 @@ def prompt_parts(value: cst.BaseExpression, logging: LoggingKnowledge) -> list[s
 
 # ---------------------------------------------------------------------------------------- evaluation
 
+# printf-style conversions (`%(key)s`, `%-10.50r`, `%*d`, `%%`), as the `%` operator and logging read them
+_PRINTF = re.compile(r"%(?P<key>\([^)]*\))?[#0\- +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d*))?[hlL]?"
+                     r"(?P<type>[diouxXeEfFgGcrsa%])")
+# a format spec (`format()`'s mini-language): [[fill]align][sign][z][#][0][width][grouping][.precision][type]
+_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?\d*[_,]?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?")
+
+
+def printf_excerpts(template: str, limit: int) -> set[int] | None:
+    """The positions of the arguments a printf-style template cuts to at most `limit` characters (`%.50s`,
+    `%.60r`); None where its arguments are not positional (`%(name)s`) or `limit` is off."""
+    if limit <= 0:
+        return None
+    cut: set[int] = set()
+    position = 0
+    for found in _PRINTF.finditer(template):
+        if found["type"] == "%":
+            continue
+        if found["key"] is not None:
+            return None
+        position += found["width"] == "*"
+        precision = found["precision"]
+        if precision == "*":
+            position += 1
+        elif found["type"] in "rsa" and precision is not None and int(precision or 0) <= limit:
+            cut.add(position)
+        position += 1
+    return cut
+
+
 _METADATA_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.round",
                                 "builtins.len", "builtins.type", "builtins.id", "builtins.hash",
                                 "builtins.isinstance", "builtins.sum", "builtins.min", "builtins.max",
@@ -285,15 +316,17 @@ class PayloadEvaluator:
             return self._first([expr.left, expr.right])
         if isinstance(expr, cst.UnaryOperation):
             return METADATA if isinstance(expr.operator, (cst.Not, cst.Minus, cst.Plus)) else None
-        if isinstance(expr, cst.FormattedString):
+        if isinstance(expr, cst.FormattedString):  # `{question:.50}` shows at most 50 characters of it
             return self._first(part.expression for part in expr.parts
-                               if isinstance(part, cst.FormattedStringExpression))
+                               if isinstance(part, cst.FormattedStringExpression) and not self._short_spec(part))
         if isinstance(expr, cst.BinaryOperation):
             if isinstance(expr.operator, _NUMERIC_OPERATORS):
                 return METADATA
             if isinstance(expr.operator, cst.Modulo):
                 if isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-                    return self._first([expr.right])  # "%s" % payload
+                    values = [element.value for element in expr.right.elements] \
+                        if isinstance(expr.right, cst.Tuple) else [expr.right]
+                    return self._first(self.formatted_arguments(expr.left, values))
                 return METADATA
             return self._first([expr.left, expr.right])  # +
         if isinstance(expr, cst.BooleanOperation):
@@ -320,6 +353,28 @@ class PayloadEvaluator:
         if isinstance(expr, cst.Call):
             return self._call(expr)
         return None
+
+    def formatted_arguments(self, template: cst.BaseExpression,
+                            arguments: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
+        """The arguments of a `%` template that it shows whole: not those its conversion cuts to an excerpt
+        (`%.50s`, `%.60r`: at most that many characters); all of them where the template cannot be read."""
+        text = template.evaluated_value if isinstance(template, (cst.SimpleString, cst.ConcatenatedString)) else None
+        if not isinstance(text, str):
+            return arguments
+        cut = printf_excerpts(text, self.logging.excerpt_max_chars)
+        if cut is None:
+            return arguments
+        return [argument for index, argument in enumerate(arguments) if index not in cut]
+
+    def _short_spec(self, part: cst.FormattedStringExpression) -> bool:
+        """`{text:.50}` / `{text!r:.50s}`: a literal format spec whose precision cuts a string to an excerpt."""
+        spec = part.format_spec
+        if not spec or not all(isinstance(piece, cst.FormattedStringText) for piece in spec):
+            return False
+        found = _FORMAT_SPEC.fullmatch("".join(piece.value for piece in spec))
+        limit = self.logging.excerpt_max_chars
+        return found is not None and found["precision"] is not None and found["type"] in (None, "s") \
+            and 0 < limit and int(found["precision"]) <= limit
 
     def _excerpt(self, expr: cst.Subscript) -> bool:
         """`text[:N]` or `text[-N:]` with a literal N up to `excerpt_max_chars`: at most N characters."""
