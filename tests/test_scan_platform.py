@@ -87,3 +87,54 @@ def test_a_name_bound_twice_or_mixed_tests_decide_nothing(tmp_path):
         """))
     report = run_scan(["."], ScanOptions(cwd=str(tmp_path)), analyze=ScanExecutor(jobs=1, use_cache=False))
     assert sorted(f.line for f in report.findings) == [11, 13]
+
+
+EARLY_EXIT = """
+    import platform
+    import subprocess
+    import time
+
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+
+    def discover_apps():
+        apps = ["notepad"]
+        if platform.system() != "Windows":
+            return apps
+        apps.extend(open("start_menu.lnk").read().split())
+        return apps
+
+
+    def suspend():
+        system = platform.system()
+        if system == "Windows":
+            subprocess.run(["rundll32.exe", "powrprof.dll,SetSuspendState"])
+        elif system == "Linux":
+            subprocess.run(["systemctl", "suspend"])
+
+
+    @app.post("/apps")
+    async def apps_route():
+        for name in discover_apps():
+            if platform.system() == "Windows":
+                continue
+            time.sleep(0.1)
+        suspend()
+    """
+
+
+@pytest.mark.parametrize(("platform", "reported"), [
+    ("linux", {(32, "LLM004"), (33, "LLM004")}),
+    ("win32", {(29, "LLM004"), (33, "LLM004")}),
+    ("all", {(29, "LLM004"), (32, "LLM004"), (33, "LLM004")}),
+])
+def test_a_branch_that_leaves_the_block_and_a_local_name_decide_too(tmp_path, platform, reported):
+    """`if platform.system() != "Windows": return` leaves the rest of the block to Windows; `system =
+    platform.system()` reads the platform in the tests after it."""
+    (tmp_path / "pyproject.toml").write_text(f"[project]\nname = 'demo'\n[tool.llmdoctor]\npython-platform = '{platform}'\n")
+    (tmp_path / "app.py").write_text(textwrap.dedent(EARLY_EXIT))
+    report = run_scan(["."], ScanOptions(cwd=str(tmp_path)), analyze=ScanExecutor(jobs=1, use_cache=False))
+    found = {(f.line, f.rule) for f in report.findings}
+    assert found == reported, [(f.line, f.rule, f.message[:90]) for f in report.findings]

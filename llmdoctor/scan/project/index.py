@@ -59,6 +59,7 @@ _PLATFORMS = {
 }
 _TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `try: ... except* E:` from Python 3.11
 _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # statements that leave the block they end
 
 
 IN_CONTAINER = "[]"  # an argument position's suffix: the reference is an element of a tuple/list passed there
@@ -327,8 +328,8 @@ def index_module(source: str, tree: ast.Module, interest=None, platform: str = "
 
 
 class _Scope:
-    __slots__ = ("bindings", "declared", "first", "function", "globals", "kind", "klass", "loops", "params", "shipped",
-                 "types")
+    __slots__ = ("bindings", "declared", "first", "function", "globals", "kind", "klass", "loops", "params",
+                 "platform_values", "shipped", "types")
 
     def __init__(self, kind: str, function: Function | None = None, klass: ClassInfo | None = None) -> None:
         self.kind = kind  # "module" | "class" | "function"
@@ -344,6 +345,8 @@ class _Scope:
         self.types: dict[str, tuple[str, ...]] = {}  # names whose type is evident (a local, a narrowed name)
         self.declared: dict[str, tuple[str, ...]] = {}  # parameters' annotated types ("*args": its elements')
         self.loops: dict[str, str] = {}  # `for item in items:` over the `*items` parameter: item -> items
+        # names bound to what a platform value reads (`system = platform.system()`; None: bound again to another)
+        self.platform_values: dict[str, str | None] | None = None
 
 
 class _Reader:
@@ -373,6 +376,7 @@ class _Reader:
         self.platform: dict[str, str] | None = None  # what the platform tests read where the code runs
         self.platform_names: dict[str, bool | None] = {}  # module-level `IS_WINDOWS = sys.platform == "win32"`
         self.unreachable: list[tuple[int, int]] = []
+        self.platform_exit = False  # the `if` just read is a platform test whose branch that runs leaves the block
         self.handed_lambdas: set[int] = set()
 
     # ------------------------------------------------------------------ module
@@ -589,6 +593,12 @@ class _Reader:
         flag = None
         for position, statement in enumerate(body):
             self.statement(statement)
+            if self.platform_exit:  # `if platform.system() != "Windows": return []` on Linux: the rest never runs
+                self.platform_exit = False
+                rest = body[position + 1:]
+                if rest:
+                    self.unreachable.append((rest[0].lineno, rest[-1].end_lineno or rest[-1].lineno))
+                break
             if type(statement) is ast.If and self.scope.kind == "function":
                 # `if client._well_known is not None: return client._well_known`, then it is built and kept:
                 # the rest of the block runs once per key, like the body of `if x is None: x = ...`
@@ -874,6 +884,7 @@ class _Reader:
             if skipped:
                 self.unreachable.append((skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))
             self.block(taken)
+            self.platform_exit = bool(taken) and type(taken[-1]) in _EXITS
             return
         if self.scope.kind == "module" and _is_main_test(node.test):
             self.main_block = True
@@ -944,7 +955,16 @@ class _Reader:
         return None
 
     def _platform_value(self, node: ast.expr) -> str | None:
-        """What `sys.platform`, `os.name`, `platform.system()` (and its `.lower()`) read where the code runs."""
+        """What `sys.platform`, `os.name`, `platform.system()` (and its `.lower()`) read where the code runs, also
+        through a name bound to one (`system = platform.system()`) in this function or at module level."""
+        if type(node) is ast.Name:
+            scope = self.scope
+            if scope.platform_values and node.id in scope.platform_values:
+                return scope.platform_values[node.id]
+            module = self.scopes[0]
+            if scope is not module and module.platform_values and node.id not in scope.bindings:
+                return module.platform_values.get(node.id)
+            return None
         if type(node) is ast.Call:
             if node.args or node.keywords:
                 return None
@@ -958,9 +978,22 @@ class _Reader:
         return self.platform.get(name) if name in ("sys.platform", "os.name") else None
 
     def _note_platform_name(self, target: ast.expr, value: ast.expr) -> None:
-        """`IS_WINDOWS = sys.platform == "win32"` at module level: the name is that platform test (bound again to
-        anything else, it is none)."""
-        if self.scope.kind != "module" or type(target) is not ast.Name or self.platform is None:
+        """`IS_WINDOWS = sys.platform == "win32"` at module level: the name is that platform test; `system =
+        platform.system()` in any function: the name reads that value (bound again to anything else, it is none)."""
+        if type(target) is not ast.Name or self.platform is None:
+            return
+        scope = self.scope
+        kind = type(value)
+        if (kind is ast.Attribute and value.attr in ("platform", "name")) or (
+                kind is ast.Call and type(value.func) is ast.Attribute and value.func.attr in ("system", "lower")):
+            read = self._platform_value(value)
+        else:
+            read = None
+        if read is not None or (scope.platform_values and target.id in scope.platform_values):
+            if scope.platform_values is None:
+                scope.platform_values = {}
+            scope.platform_values[target.id] = read
+        if scope.kind != "module":
             return
         holds = self.platform_test(value)
         name = target.id
