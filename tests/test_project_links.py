@@ -2136,6 +2136,41 @@ def test_a_parameter_given_by_dependency_injection_has_the_dependency_s_type(tmp
                                                                           (32, "DatabaseManager.get")]
 
 
+def test_an_annotated_alias_names_its_type_in_any_module(tmp_path):
+    """agentf's `DBSession = Annotated[Session, Depends(get_db)]` in core/deps.py, imported by the routes: a
+    parameter annotated with the alias holds a sync SQLAlchemy session, as one annotated with the `Annotated`
+    itself does."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/deps.py": """
+        from typing import Annotated
+        from fastapi import Depends
+        from sqlalchemy.orm import Session, sessionmaker
+
+        SessionLocal = sessionmaker()
+
+
+        def get_db():
+            db = SessionLocal()
+            try:
+                yield db
+            finally:
+                db.close()
+
+
+        DBSession = Annotated[Session, Depends(get_db)]
+        """, "app/routes.py": """
+        from fastapi import APIRouter
+        from app.deps import DBSession
+
+        router = APIRouter()
+
+
+        @router.get("/sources")
+        async def list_sources(db: DBSession):
+            return db.query(int).all()
+        """})
+    assert found(scan(root), "LLM004") == [("app/routes.py", 10, "LLM004")]
+
+
 CONTROL_PLANE_APP = {
     "app/__init__.py": "",
     "app/store.py": """
