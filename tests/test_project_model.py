@@ -52,6 +52,7 @@ FAMILIES = {
     "streamlit_app.py": (("streamlit",), "serving"),
     "slack_bolt_app.py": (("slack/discord",), "serving"),
     "discord_bot.py": (("slack/discord",), "serving"),
+    "pycord_bot.py": (("slack/discord",), "serving"),
     "telegram_bot.py": (("telegram",), "serving"),
     # the FastAPI app a Modal `asgi_app` serves keeps its own family
     "modal_endpoints.py": (("ray-serve/bentoml/modal", "fastapi/starlette"), "serving"),

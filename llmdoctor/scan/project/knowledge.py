@@ -17,7 +17,7 @@ WORKER = "worker"
 ENTRY_KINDS = (INTERACTIVE, WORKER)
 FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code",
                "streams"}
-RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "spawn", "bases",
+RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "events", "spawn", "bases",
                  "calls_now"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
 SCHEDULED_KEYS = {"decorators", "registrations"}
@@ -106,6 +106,7 @@ class EntryKnowledge:
     hook_decorators: Patterns = field(default_factory=Patterns)  # ... of them, a server's start-up hooks
     once_registrations: list[Registration] = field(default_factory=list)
     once_names: frozenset[str] = frozenset()
+    once_events: frozenset[str] = frozenset()  # a bot's connection events (`on_ready`): start-up hooks, not requests
     once_name_globs: Patterns = field(default_factory=Patterns)
     spawn: Patterns = field(default_factory=Patterns)
     scheduled_decorators: Patterns = field(default_factory=Patterns)  # a periodic job (`@repeat_every(seconds=60)`)
@@ -197,6 +198,7 @@ def entry_knowledge(catalog) -> EntryKnowledge:
 def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     knowledge = EntryKnowledge()
     once_names: set[str] = set()
+    once_events: set[str] = set()
     calls_now: set[str] = set()
     test_imports: set[str] = set()
     test_paths: list[str] = []
@@ -225,6 +227,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
             knowledge.once_registrations.append(_registration(entry, f"{where}.run_once.registrations[{i}]'",
                                                               "run-once", INTERACTIVE))
         once_names.update(_strings(once.get("names"), f"{where}.run_once.names'"))
+        once_events.update(_strings(once.get("events"), f"{where}.run_once.events'"))
         for glob in _strings(once.get("name_globs"), f"{where}.run_once.name_globs'"):
             knowledge.once_name_globs.add(glob if "*" in glob else f"{glob}*")
         for name in _strings(once.get("spawn"), f"{where}.run_once.spawn'"):
@@ -265,6 +268,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     knowledge.dev_route_segments = frozenset(dev_segments)
     knowledge.dev_name_words = frozenset(dev_words)
     knowledge.once_names = frozenset(once_names)
+    knowledge.once_events = frozenset(once_events)
     knowledge.calls_now = frozenset(calls_now)
     knowledge.test_imports = frozenset(test_imports)
     knowledge.test_paths = tuple(test_paths)

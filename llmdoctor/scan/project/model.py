@@ -713,6 +713,11 @@ class ProjectModel:
             return
         found = self.knowledge.request_decorator(qualified) if qualified else None
         if found is not None:
+            events = self.knowledge.once_events
+            if events and (node.function.name in events or decorator.literal in events):
+                self._add_once(node.id)  # `@bot.event async def on_ready()`: once per connection, on the serving loop
+                self._add_hook(node.id)
+                return
             self._add_decorated_entry(node.id, found, decorator.text, decorator.literal)
             return
         if self.knowledge.once_decorators.match(qualified) or (
