@@ -27,7 +27,8 @@ rules' YAML `contexts:` mostly leave unreported; a helper reached from another e
 `python-platform`: the `sys.platform` the served code runs on, as pyright's `pythonPlatform` and mypy's
 `--platform`: a branch that a platform test (`sys.platform == "win32"`, `os.name == "nt"`, `platform.system()
 == "Windows"`, or a name bound to one) rules out there does not run, nor what follows a branch that leaves the
-block (`if platform.system() != "Windows": return`), so nothing in it is reported or followed. Default `linux`, where LLM servers run; `all` decides no platform test.
+block (`if platform.system() != "Windows": return`), so nothing in it is reported or followed. Default `linux`,
+where LLM servers run; `all` decides no platform test.
 
 Globs and folders are relative to the folder holding the config file. An invalid file exits 2 naming the
 file and the key.

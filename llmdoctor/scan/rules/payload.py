@@ -16,7 +16,6 @@ ends the flow. Names are looked up through a callback: the rule keeps the per-fu
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
