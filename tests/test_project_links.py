@@ -1137,6 +1137,8 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
      "key 'entrypoints.request[0].streams': must be true or false"),
     ("entrypoints:\n  offline:\n    example_paths: [3]\n", "key 'entrypoints.offline.example_paths': must be a list"),
     ("entrypoints:\n  run_once:\n    concurrency: [mylib.serve]\n", "unknown key 'concurrency'"),
+    ("entrypoints:\n  run_once:\n    events: on_ready\n", "key 'entrypoints.run_once.events': must be a list"),
+    ("entrypoints:\n  run_once:\n    events: [3]\n", "key 'entrypoints.run_once.events'"),
     ("entrypoints:\n  library_api:\n    names: [chat]\n", "unknown key 'names'"),
     ("entrypoints:\n  library_api:\n    name_globs: chat\n", "key 'entrypoints.library_api.name_globs': must be a list"),
     ("entrypoints:\n  dev_tooling:\n    routes: [dev]\n", "unknown key 'routes'"),
@@ -1161,6 +1163,38 @@ def test_bad_project_knowledge_in_rules_dir_names_the_file_and_key(cli, tmp_path
     result = cli("scan", "--no-cache", "--rules-dir", "rules", "app.py", cwd=root)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "mine.yaml" in result.stderr and message in result.stderr
+
+
+def test_a_connection_event_added_in_rules_dir_is_a_start_up_hook(cli, tmp_path):
+    """`run_once.events` is a table a team extends: a bot framework's own connection event (`on_gateway_up`)
+    registered by a request decorator runs once per connection, like `on_ready` (also registered by hand: `bot.listen("on_ready")(warm_up)`)."""
+    root = write(tmp_path, {"bot.py": """
+        import discord
+        bot = discord.Bot()
+
+        async def warm_up():
+            with open("boot.json") as saved:
+                bot.boot = saved.read()
+
+        bot.listen("on_ready")(warm_up)
+
+        @bot.event
+        async def on_gateway_up():
+            with open("state.json") as saved:
+                bot.state = saved.read()
+
+        @bot.event
+        async def on_message(message):
+            with open("state.json") as saved:
+                await message.reply(saved.read())
+        """})
+    (root / "rules").mkdir()
+    (root / "rules" / "mine.yaml").write_text("kind: tables\nname: mine\nentrypoints:\n  run_once:\n"
+                                              "    events: [on_gateway_up]\n")
+    plain = json.loads(cli("scan", "--no-cache", "--format", "json", ".", cwd=root).stdout)
+    extended = json.loads(cli("scan", "--no-cache", "--format", "json", "--rules-dir", "rules", ".", cwd=root).stdout)
+    assert sorted(f["line"] for f in plain["findings"]) == [13, 18]
+    assert sorted(f["line"] for f in extended["findings"]) == [18]
 
 
 SEARCH = """

@@ -713,11 +713,6 @@ class ProjectModel:
             return
         found = self.knowledge.request_decorator(qualified) if qualified else None
         if found is not None:
-            events = self.knowledge.once_events
-            if events and (node.function.name in events or decorator.literal in events):
-                self._add_once(node.id)  # `@bot.event async def on_ready()`: once per connection, on the serving loop
-                self._add_hook(node.id)
-                return
             self._add_decorated_entry(node.id, found, decorator.text, decorator.literal)
             return
         if self.knowledge.once_decorators.match(qualified) or (
@@ -734,7 +729,14 @@ class ProjectModel:
             self._default_entry(Entry(node.id, "route", INTERACTIVE, route))
 
     def _add_decorated_entry(self, node_id: int, found: tuple[str, str], decorator: str, literal: str | None) -> None:
-        """A request entry point a decorator makes (`found`: framework, kind), with the route its literal names."""
+        """A request entry point a decorator makes (`found`: framework, kind), with the route its literal names;
+        a bot's connection event (`on_ready`, by its name or the decorator's literal) is a start-up hook instead:
+        once per connection, on the loop that then serves the messages."""
+        events = self.knowledge.once_events
+        if events and (self.nodes[node_id].function.name in events or literal in events):
+            self._add_once(node_id)
+            self._add_hook(node_id)
+            return
         route = _route(decorator, literal) if literal is not None and literal.startswith("/") else ""
         self._add_entry(Entry(node_id, found[0], found[1], route))
 
