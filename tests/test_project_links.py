@@ -1057,6 +1057,54 @@ def test_llm001_only_where_the_request_path_streams(tmp_path):
     assert every == {9: "serving", 13: "serving", 25: "serving"}  # the JSON route serves, but does not stream
 
 
+def test_llm001_only_a_completion_whose_value_goes_on_to_the_reader(tmp_path):
+    """In a route that streams, a completion parsed into a score, or a draft fed to the next step, shows the
+    reader nothing sooner if streamed: only the one whose value each caller gives back (returned, yielded,
+    sent, or stored in what is) is reported, with its chain."""
+    root = write(tmp_path, {"app.py": """
+        from fastapi import FastAPI, WebSocket
+        from fastapi.responses import StreamingResponse
+        from openai import OpenAI
+        app = FastAPI()
+        client = OpenAI()
+
+        def score(draft):
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": draft}])
+            return float(reply.choices[0].message.content)
+
+        def draft(q):
+            return client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
+
+        def best(q):
+            drafts = []
+            for _ in range(3):
+                drafts.append(draft(q).choices[0].message.content)
+            ranked = sorted(drafts, key=score)
+            final = client.chat.completions.create(model="m", messages=[{"role": "user", "content": ranked[-1]}])
+            result = {"text": final.choices[0].message.content}
+            return result
+
+        @app.post("/best")
+        def answer(q: str):
+            def events():
+                yield best(q)["text"]
+            return StreamingResponse(events())
+
+        @app.websocket("/ws")
+        async def chat(ws: WebSocket):
+            q = await ws.receive_text()
+            summary = client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
+            topic = summary.choices[0].message.content
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": topic}])
+            await ws.send_text(reply.choices[0].message.content)
+        """})
+    findings = {f.line: f for f in scan(root) if f.rule == "LLM001"}
+    assert sorted(findings) == [20, 35]  # the final answer and the reply sent, not the summary in its prompt
+    assert [step["function"] for step in findings[20].extra["via"]] == ["answer", "answer.events", "best"]
+    every = {f.line for f in scan(root, every_context=True) if f.rule == "LLM001"}
+    assert every == {9, 13, 20, 33, 35}  # the score, the drafts and the summary still serve, but feed code
+
+
 def test_llm005_payloads_collected_with_append_and_modules_calling_a_model_over_http(tmp_path):
     root = write(tmp_path, {"app.py": """
         import logging
@@ -1142,6 +1190,8 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  library_api:\n    names: [chat]\n", "unknown key 'names'"),
     ("entrypoints:\n  library_api:\n    name_globs: chat\n", "key 'entrypoints.library_api.name_globs': must be a list"),
     ("entrypoints:\n  dev_tooling:\n    routes: [dev]\n", "unknown key 'routes'"),
+    ("entrypoints:\n  replies:\n    names: [send]\n", "unknown key 'names'"),
+    ("entrypoints:\n  replies:\n    methods: send\n", "key 'entrypoints.replies.methods': must be a list"),
     ("entrypoints:\n  dev_tooling:\n    route_segments: dev\n",
      "key 'entrypoints.dev_tooling.route_segments': must be a list"),
     ("tables:\n  setup_functions: [1]\n", "key 'tables.setup_functions[0]'"),
@@ -1195,6 +1245,32 @@ def test_a_connection_event_added_in_rules_dir_is_a_start_up_hook(cli, tmp_path)
     extended = json.loads(cli("scan", "--no-cache", "--format", "json", "--rules-dir", "rules", ".", cwd=root).stdout)
     assert sorted(f["line"] for f in plain["findings"]) == [13, 18]
     assert sorted(f["line"] for f in extended["findings"]) == [18]
+
+
+def test_a_reply_method_added_in_rules_dir_gives_the_answer_back(cli, tmp_path):
+    """`replies` is a table a team extends: a completion handed to the team's own push call reaches the reader,
+    as one handed to `ws.send_text` does."""
+    root = write(tmp_path, {"app.py": """
+        from fastapi import FastAPI, WebSocket
+        from openai import OpenAI
+        from hub import Hub
+        app = FastAPI()
+        client = OpenAI()
+        hub = Hub()
+
+        @app.websocket("/ws")
+        async def chat(ws: WebSocket):
+            q = await ws.receive_text()
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
+            await hub.push_to_reader(ws, reply.choices[0].message.content)
+        """})
+    (root / "rules").mkdir()
+    (root / "rules" / "mine.yaml").write_text("kind: tables\nname: mine\nentrypoints:\n  replies:\n"
+                                              "    methods: [push_to_reader]\n")
+    plain = json.loads(cli("scan", "--no-cache", "--format", "json", ".", cwd=root).stdout)
+    extended = json.loads(cli("scan", "--no-cache", "--format", "json", "--rules-dir", "rules", ".", cwd=root).stdout)
+    assert [f["line"] for f in plain["findings"] if f["rule"] == "LLM001"] == []
+    assert [f["line"] for f in extended["findings"] if f["rule"] == "LLM001"] == [12]
 
 
 SEARCH = """

@@ -101,12 +101,15 @@ class Call:
     # caller's own parameter handed on, after the types its annotation allows: "0=str|Path@path:0" (`path`, at
     # its position "0" / "k" / "*N")
     types: tuple[str, ...] = ()
+    # its value reaches what its function gives back: a `return`, a `yield`, or a call that hands the reader an
+    # answer (entrypoints.yaml `replies`: `ws.send_text(...)`), also through the names it is stored in
+    answers: bool = False
 
     def to_json(self) -> list:
         return [self.ref, self.kind, self.line, self.col, self.end_line, self.end_col, self.stmt_line, self.text,
                 list(self.keywords), list(self.marks), [list(a) for a in self.args], self.literal, self.mode,
                 self.lazy, list(self.guards), list(self.falsy), self.positional, self.memo, self.shipped,
-                self.iterated, list(self.types)]
+                self.iterated, list(self.types), self.answers]
 
     @classmethod
     def from_json(cls, data: list) -> Call:
@@ -114,7 +117,7 @@ class Call:
         if type(data) is not list or tuple(map(type, data)) not in _CALL_SHAPES:
             raise ValueError("index: a call of the wrong shape")
         (ref, kind, line, col, end_line, end_col, stmt, text, keywords, marks, args, literal, mode, lazy, guards,
-         falsy, positional, memo, shipped, iterated, types) = data
+         falsy, positional, memo, shipped, iterated, types, answers) = data
         if not (kind in (CALL, AWAIT, LAMBDA, ASSIGNED) and 0 < min(line, col, end_line, end_col, stmt)
                 and max(line, col, end_line, end_col, stmt) < _MAX
                 and (not keywords or _only_strings(keywords)) and (not marks or _only_strings(marks))
@@ -125,7 +128,7 @@ class Call:
             raise ValueError("index: a call of the wrong shape")
         return cls(ref, kind, line, col, end_line, end_col, stmt, text, tuple(keywords), tuple(marks),
                    tuple(map(tuple, args)) if args else (), literal, mode, lazy, memo, shipped, tuple(guards),
-                   tuple(falsy), positional, iterated, tuple(types))
+                   tuple(falsy), positional, iterated, tuple(types), answers)
 
 
 @dataclass(slots=True)
@@ -276,7 +279,7 @@ _MAX = 2**31
 # the types of a call's fields as `Call.to_json` writes them (`literal` and `mode` may be None)
 _CALL_SHAPES = frozenset(
     (str, int, int, int, int, int, int, str, list, list, list, literal, mode, bool, list, list, int, bool, bool, bool,
-     list)
+     list, bool)
     for literal in (str, type(None)) for mode in (str, type(None)))
 _STR = frozenset({str})
 _OPTIONAL_STR = frozenset({str, type(None)})
@@ -328,7 +331,7 @@ def index_module(source: str, tree: ast.Module, interest=None, platform: str = "
 
 
 class _Scope:
-    __slots__ = ("bindings", "declared", "first", "function", "globals", "kind", "klass", "loops", "params",
+    __slots__ = ("bindings", "declared", "first", "flows", "function", "globals", "kind", "klass", "loops", "params",
                  "platform_values", "shipped", "types")
 
     def __init__(self, kind: str, function: Function | None = None, klass: ClassInfo | None = None) -> None:
@@ -347,6 +350,8 @@ class _Scope:
         self.loops: dict[str, str] = {}  # `for item in items:` over the `*items` parameter: item -> items
         # names bound to what a platform value reads (`system = platform.system()`; None: bound again to another)
         self.platform_values: dict[str, str | None] | None = None
+        # what its statements store where (names, or None: given back) and from which expressions (_mark_answers)
+        self.flows: list[tuple[frozenset[str] | None, list]] = []
 
 
 class _Reader:
@@ -388,6 +393,7 @@ class _Reader:
         self._collect_module_bindings(tree.body)
         self._runtime_imports(tree.body)
         self.block(tree.body)
+        _mark_answers(self.module_function, module.flows, self.interest)
 
     def _collect_module_bindings(self, body: list) -> None:
         """Module-level names before the walk, so a function may use a name bound further down."""
@@ -639,6 +645,7 @@ class _Reader:
             if type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in ("append", "add") \
                     and len(value.args) == 1 and type(value.args[0]) is ast.Name:
                 self._note_registration(value.func.value, value.args[0])
+            self._note_expression_flow(value)
         elif kind in _DEFS:
             self.function_def(node)
         elif kind is ast.ClassDef:
@@ -651,6 +658,7 @@ class _Reader:
                 for target in node.targets:
                     if type(target) is ast.Subscript:
                         self._note_registration(target.value, node.value)
+            self.scope.flows.append((_stored_names(node.targets), [node.value]))
             for target in node.targets:
                 self.assign(target, value)
                 self._note_platform_name(target, node.value)
@@ -662,6 +670,8 @@ class _Reader:
                         self._note_type(target.id, self._evident_type(node.value))
         elif kind is ast.AnnAssign:
             self.expressions([node.value])
+            if node.value is not None:
+                self.scope.flows.append((_stored_names([node.target]), [node.value]))
             # the declared type wins over the value (`runtime: Runtime = request.state.session.runtime`), as
             # for a type checker; `typing` forms (`Any`, `Union`) say nothing of it
             value = self.annotation_ref(node.annotation)
@@ -675,6 +685,7 @@ class _Reader:
                     self._evident_type(node.value) if node.value is not None else None))
         elif kind is ast.AugAssign:
             self.expressions([node.value, node.target])
+            self.scope.flows.append((_stored_names([node.target]), [node.value]))
         elif kind is ast.Import or kind is ast.ImportFrom:
             for local, ref in _import_refs(node):
                 self.bind(local, ref)
@@ -685,11 +696,13 @@ class _Reader:
                 self.expressions([item.context_expr])
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, self.value_ref(item.context_expr))
+                    self.scope.flows.append((_stored_names([item.optional_vars]), [item.context_expr]))
             self.block(node.body)
         elif kind is ast.For or kind is ast.AsyncFor:
             if kind is ast.For and type(node.iter) is ast.Call:
                 self.iterated.add(id(node.iter))  # `for event in stream.get_events():` runs the generator here
             self.expressions([node.iter])
+            self.scope.flows.append((_stored_names([node.target]), [node.iter]))
             for name, value in self._loop_values(node.target, node.iter):
                 self.bind(name, value)
             scope = self.scope
@@ -727,8 +740,27 @@ class _Reader:
         elif kind is ast.Return:
             self.expressions([node.value])
             self._note_return(node.value)
+            if node.value is not None:
+                self.scope.flows.append((None, [node.value]))
         else:  # Expr, Raise, Assert, Delete...
             self.expressions([value for name, value in ast.iter_fields(node) if isinstance(value, ast.AST)])
+
+    def _note_expression_flow(self, value: ast.expr) -> None:
+        """An expression statement that gives a value back (`yield x`, `await ws.send_text(x)`: entrypoints.yaml
+        `replies`) or stores it in a container (`parts.append(x)`) (_mark_answers)."""
+        inner = value.value if type(value) is ast.Await else value
+        kind = type(inner)
+        if kind is ast.Yield or kind is ast.YieldFrom:
+            if inner.value is not None:
+                self.scope.flows.append((None, [inner.value]))
+        elif kind is ast.Call:
+            func = inner.func
+            attribute = type(func) is ast.Attribute
+            name = func.attr if attribute else (func.id if type(func) is ast.Name else None)
+            if name is not None and self.interest is not None and name in self.interest.replies:
+                self.scope.flows.append((None, [inner]))
+            elif attribute and name in _STORING_METHODS:
+                self.scope.flows.append((_stored_names([func.value]), [*inner.args, *(k.value for k in inner.keywords)]))
 
     def _note_registration(self, container: ast.expr, stored: ast.Name) -> None:
         """`registry[name] = cls` / `registry.append(cls)` where `cls` is this function's first parameter and
@@ -1210,6 +1242,7 @@ class _Reader:
         saved_memo, self.memo_depth = self.memo_depth, 0
         saved_guards, self.guards = self.guards, []
         self.block(node.body)
+        _mark_answers(function, scope.flows, self.interest)
         if "contextmanager" in names:  # `with self._connect() as db:` runs the body up to its `yield` on entry
             function.generator = False
         self.lazy_depth = saved_lazy
@@ -1775,6 +1808,85 @@ def _target_values(target: ast.expr, value: str | None) -> list[tuple[str, str |
             out.extend(_target_values(element, item))
         return out
     return [(name, None) for name in _target_names(target)]
+
+
+_STORING_METHODS = frozenset({"append", "extend", "add", "insert", "appendleft", "setdefault"})
+
+
+def _stored_names(targets: list) -> frozenset[str]:
+    """The local names assignment targets store into: `x`, `a, b`, `result["answer"]` and `reply.text` store
+    into `result` and `reply` (not `self`: what an attribute of the object holds outlives the call)."""
+    names = set()
+    stack = list(targets)
+    while stack:
+        target = stack.pop()
+        kind = type(target)
+        if kind is ast.Name:
+            names.add(target.id)
+        elif kind is ast.Tuple or kind is ast.List:
+            stack.extend(target.elts)
+        elif kind is ast.Starred or kind is ast.Attribute or kind is ast.Subscript:
+            stack.append(target.value)
+    names.discard("self")
+    names.discard("cls")
+    return frozenset(names)
+
+
+def _mark_answers(function: Function, flows: list[tuple[frozenset[str] | None, list]], interest) -> None:
+    """`Call.answers` for the calls of `function`: those in an expression it gives back (returns, yields, hands
+    to a reply call), or in one stored in a name that such an expression reads, and so on (flow-insensitive:
+    `content = reply.choices[0].message.content; return {"answer": content}` gives `reply` back). A name read
+    only in the prompt of a generation call (`messages=[...draft...]`) is not given back: the model's new
+    answer is."""
+    if not flows or not function.calls:
+        return
+    prompts = interest.prompt_keywords if interest is not None else frozenset()
+    given: list = []
+    read: set[str] = set()
+    pending = []
+    for stored, nodes in flows:
+        if stored is None:
+            given.extend(nodes)
+            read.update(_names_read(nodes, prompts))
+        elif stored:
+            pending.append((stored, nodes))
+    if not given:
+        return
+    grew = True
+    while grew and pending:
+        grew = False
+        rest = []
+        for stored, nodes in pending:
+            if stored & read:
+                given.extend(nodes)
+                read.update(_names_read(nodes, prompts))
+                grew = True
+            else:
+                rest.append((stored, nodes))
+        pending = rest
+    spans = [(node.lineno, node.end_lineno or node.lineno) for node in given]
+    for call in function.calls:
+        line = call.line
+        for first, last in spans:
+            if first <= line <= last:
+                call.answers = True
+                break
+
+
+def _names_read(nodes: list, prompts: frozenset[str]) -> set[str]:
+    """The names `nodes` read, but for the arguments of a call given a prompt keyword."""
+    names = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            names.add(node.id)
+        elif kind is ast.Call and prompts and any(k.arg in prompts for k in node.keywords):
+            stack.append(node.func)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return names
 
 
 def _target_names(target: ast.expr) -> list[str]:

@@ -23,6 +23,7 @@ OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
 SCHEDULED_KEYS = {"decorators", "registrations"}
 LIBRARY_API_KEYS = {"name_globs"}
 DEV_TOOLING_KEYS = {"route_segments", "name_words"}
+REPLIES_KEYS = {"methods"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
                            "options"})
@@ -122,6 +123,7 @@ class EntryKnowledge:
     streaming_frameworks: set[str] = field(default_factory=set)  # entry points whose channel carries tokens
     dev_route_segments: frozenset[str] = frozenset()  # a route with one of them serves developer tooling
     dev_name_words: frozenset[str] = frozenset()  # ... as does an entry point in a module or class so named
+    reply_methods: frozenset[str] = frozenset()  # calls that hand the reader an answer (`ws.send_text`, `reply_text`)
 
     def request_decorator(self, qualified: str | None) -> tuple[str, str] | None:
         """(framework, kind) when a decorator with this qualified callee makes a request entry point."""
@@ -155,6 +157,9 @@ class Interest:
 
     roots: frozenset[str]  # top-level modules some table or entry point names (of the stdlib, the index keeps these)
     builtins: frozenset[str]  # builtins some table names (`open`, `input`)
+    replies: frozenset[str] = frozenset()  # the methods that hand the reader an answer (entrypoints.yaml `replies`)
+    # the keywords that hand a generation call its prompt (the SDK tables' `payload_kwargs`: `messages`, `prompt`)
+    prompt_keywords: frozenset[str] = frozenset()
 
     def keeps(self, ref: str) -> bool:
         if ref.startswith("B:"):
@@ -182,7 +187,10 @@ def index_interest(catalog) -> Interest:
         names.update(sdk_knowledge(catalog).calls)
         roots = {name.split(".", 1)[0] for name in names}
         builtins = {name.split(".")[1] for name in names if name.startswith("builtins.") and "." in name}
-        found = catalog.memo["index-interest"] = Interest(frozenset(roots), frozenset(builtins))
+        prompts = frozenset(keyword for method in sdk_knowledge(catalog).calls.values()
+                            if method.kind == "generation" for keyword in method.payload_kwargs)
+        found = catalog.memo["index-interest"] = Interest(frozenset(roots), frozenset(builtins),
+                                                          knowledge.reply_methods, prompts)
     return found
 
 
@@ -207,10 +215,12 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     example_paths: list[str] = []
     dev_segments: set[str] = set()
     dev_words: set[str] = set()
+    reply_methods: set[str] = set()
     for stem, doc in docs:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
-        _keys(data, {"request", "run_once", "scheduled", "offline", "library_api", "dev_tooling"}, where + "'")
+        _keys(data, {"request", "run_once", "scheduled", "offline", "library_api", "dev_tooling",
+                     "replies"}, where + "'")
         for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
             _family(knowledge, family, f"{where}.request[{index}]")
         once = data.get("run_once") or {}
@@ -265,6 +275,10 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         _keys(dev, DEV_TOOLING_KEYS, where + ".dev_tooling'")
         dev_segments.update(s.lower() for s in _strings(dev.get("route_segments"), f"{where}.dev_tooling.route_segments'"))
         dev_words.update(s.lower() for s in _strings(dev.get("name_words"), f"{where}.dev_tooling.name_words'"))
+        replies = data.get("replies") or {}
+        _keys(replies, REPLIES_KEYS, where + ".replies'")
+        reply_methods.update(_strings(replies.get("methods"), f"{where}.replies.methods'"))
+    knowledge.reply_methods = frozenset(reply_methods)
     knowledge.dev_route_segments = frozenset(dev_segments)
     knowledge.dev_name_words = frozenset(dev_words)
     knowledge.once_names = frozenset(once_names)

@@ -154,7 +154,7 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
         extra["callers"] = callers
     spec = catalog.rules.get(candidate.rule)
     policy = getattr(spec, "contexts", None) or DEFAULT_POLICY
-    context = model.context_of(path, key, streams="streams" in _flags(policy))
+    context = model.context_of(path, key, streams="streams" in _flags(policy), at=(candidate.line, candidate.column))
     if only_in is not None and context.kind not in only_in and not every_context:
         return None
     verdict = "report" if everywhere or every_context else policy.get(context.kind,

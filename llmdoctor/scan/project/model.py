@@ -64,6 +64,9 @@ E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_DEF, E_HANDED, E_RUN = range(8)
 # E_HANDED: a function handed to a library call that may keep it for later (a callback of an unknown
 # framework): it runs when that library decides, so it does not inherit its caller's run-once context
 _EDGE_OF_CALL = {CALL: E_CALL, AWAIT: E_AWAIT, LAMBDA: E_LAMBDA}
+# the edges along which a callee's value comes back to its caller: not a nested def's definition, nor a function
+# handed to a library call (`sorted(drafts, key=score)`: its value orders, a callback's goes to the library)
+_VALUE_EDGES = frozenset({E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_RUN})
 MAX_RESOLVE_DEPTH = 12
 MAX_SUBCLASSES = 64  # the subclasses of one class an abstract method's call may reach
 _TOKENS: dict[str, list[str]] = {}  # a reference's parts, parsed once per process
@@ -268,8 +271,9 @@ class ProjectModel:
             found = self.by_key.get((path, key.split("#", 1)[0]))
         return None if found is None else self.nodes[found]
 
-    def context_of(self, path: str, key: str, streams: bool = False) -> Context:
-        """`streams`: also decide the `streams` flag (a rule's policy names it), with its chain."""
+    def context_of(self, path: str, key: str, streams: bool = False, at: tuple[int, int] | None = None) -> Context:
+        """`streams`: also decide the `streams` flag (a rule's policy names it), with its chain; for the call at
+        `at` (line, column), only where that call's value is given back on the way to the reader."""
         if key == LAMBDA_KEY:  # a module-level lambda runs whenever someone calls it: who, the model cannot tell
             return Context(OFFLINE if path in self.test_modules or self._is_example(path) else UNKNOWN)
         node = self.node(path, key)
@@ -277,9 +281,9 @@ class ProjectModel:
             node = self.node(path, MODULE_KEY)
             if node is None:
                 return Context(UNKNOWN)
-        return self.context(node.id, streams)
+        return self.context(node.id, streams, at)
 
-    def context(self, node_id: int, streams: bool = False) -> Context:
+    def context(self, node_id: int, streams: bool = False, at: tuple[int, int] | None = None) -> Context:
         node = self.nodes[node_id]
         if node.path in self.test_modules or self.layout.shadowed(node.path):
             return Context(OFFLINE)
@@ -294,7 +298,8 @@ class ProjectModel:
                 return Context(SERVING, entry, tuple(chain))
             if self._streaming is None:
                 self._streaming = self._streaming_paths()
-            if node_id in self._streaming[0]:  # the chain from an entry point whose channel streams
+            if node_id in self._streaming[0] and (at is None or self._answers_at(node, *at)):
+                # the chain from an entry point whose channel streams, each call on it giving its value back
                 chain = self._chain(node_id, self._streaming[1])
                 return Context(SERVING, self.entries[chain[0][0]], tuple(chain), streams=True)
             return Context(SERVING, entry, tuple(chain))
@@ -318,6 +323,13 @@ class ProjectModel:
         if node_id in api:
             return Context(UNKNOWN, None, tuple(self._chain(node_id, parent)), api=True)
         return Context(UNKNOWN)
+
+    @staticmethod
+    def _answers_at(node: Node, line: int, column: int) -> bool:
+        """Whether the call at `line`:`column` gives its value back (`Call.answers`); true where the index kept
+        no call there."""
+        found = [call.answers for call in node.function.calls if call.line == line and call.col == column]
+        return not found or any(found)
 
     def on_private_loop(self, node_id: int) -> bool:
         """Code that runs only on an event loop of its own (a sync handler's or a worker thread's
@@ -1352,12 +1364,13 @@ class ProjectModel:
 
     # ------------------------------------------------------------------ contexts
 
-    def _reach(self, seeds: list[int], skip: int = -1, through_cached: bool = True
+    def _reach(self, seeds: list[int], skip: int = -1, through_cached: bool = True, answering: bool = False
                ) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
         """Breadth first from `seeds` over every edge (but those of kind `skip`): the nodes reached and, for
         each, the one it was reached from (shortest chains). Without `through_cached`, a cached function is
         reached but what it calls is not (its body runs once per distinct arguments, not per call), and a call
-        whose result is memoised (`if key not in cache: cache[key] = make()`) is not followed."""
+        whose result is memoised (`if key not in cache: cache[key] = make()`) is not followed. With
+        `answering`, only calls whose value their caller gives back (`Call.answers`) are followed."""
         reached = set(seeds)
         parent: dict[int, tuple[int, Call | None]] = {}
         queue = deque(seeds)
@@ -1368,11 +1381,24 @@ class ProjectModel:
             for callee, kind, call in self.nodes[current].edges:
                 if not through_cached and call is not None and call.memo:
                     continue
+                if answering and (kind not in _VALUE_EDGES or call is None or not call.answers
+                                  or (kind == E_REF and self._ordering_key(current, call, callee))):
+                    continue
                 if kind != skip and callee not in reached and self.nodes[callee].path not in self.test_modules:
                     reached.add(callee)
                     parent[callee] = (current, call)
                     queue.append(callee)
         return reached, parent
+
+    def _ordering_key(self, node_id: int, call: Call, callee: int) -> bool:
+        """Whether `call` hands `callee` over as `key=` (`sorted(drafts, key=score)`): its value orders the items,
+        it does not become the result."""
+        for position, ref in call.args:
+            if position == "key":
+                target = self._argument_target(node_id, ref)
+                if target is not None and target.kind == "function" and target.node == callee:
+                    return True
+        return False
 
     def _chain(self, node_id: int, parent: dict[int, tuple[int, Call | None]]) -> list[tuple[int, Call | None]]:
         """From the seed to `node_id`: (node, the call in it leading to the next node)."""
@@ -1402,7 +1428,9 @@ class ProjectModel:
         the shortest chains): a UI callback, a websocket, a chat bot (entrypoints.yaml `streams`), or a route
         whose request path builds a streaming response (rules/llm001.yaml `streaming_responses`: an SSE or
         `StreamingResponse`, `Response(generator())`, a websocket send). A route that answers with one JSON
-        body cannot show a token sooner without a new API."""
+        body cannot show a token sooner without a new API. Only through calls whose value their caller gives
+        back: a helper whose result the caller parses into a score or feeds to the next step is not on the way
+        to the reader."""
         table = self.streaming_table
         builders: set[int] = set()
         if table.entries:
@@ -1423,7 +1451,7 @@ class ProjectModel:
         frameworks = self.knowledge.streaming_frameworks
         seeds = [n for n, entry in self.entries.items() if n not in self._declared and entry.kind == INTERACTIVE
                  and (entry.framework in frameworks or entry.route.startswith("WEBSOCKET ") or n in reaching)]
-        return self._reach(seeds, through_cached=False)
+        return self._reach(seeds, through_cached=False, answering=True)
 
     def _builds_stream(self, node_id: int, call: Call, table) -> bool:
         entry = table.match(self.qualified(node_id, call.ref))
