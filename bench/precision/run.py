@@ -21,6 +21,7 @@
     python bench/precision/run.py --set holdout18    # the eighteenth holdout set (end of round 16, unseen; not for tuning)
     python bench/precision/run.py --set holdout19    # the nineteenth holdout set (round 17, unseen; not for tuning)
     python bench/precision/run.py --set holdout20    # the twentieth holdout set (round 17, second unseen; not for tuning)
+    python bench/precision/run.py --set holdout21    # the twenty-first holdout set (round 18, unseen; not for tuning)
     python bench/precision/run.py --set all          # every set, reported separately
     python bench/precision/run.py --project fschat   # one project (any set)
     options: --write-todo  --min-severity info|warning|error  --show-misses  --json FILE
