@@ -283,6 +283,9 @@ class ClientPerCall(Rule):
                    and not self._builds_pool(arg.value, any_call=arg.keyword.value in transports)
                    for arg in node.args):
                 return  # OpenAI(http_client=shared), httpx.Client(transport=kept): a pool built elsewhere
+            if any(arg.keyword is not None and arg.keyword.value in receiver.local_kwargs
+                   and not _may_be_none(arg.value) for arg in node.args):
+                return  # QdrantClient(path="index"): an embedded store, no server and no pool
         self._open.append(id(node))
         if len(self._open) > 1:
             return  # OpenAI(http_client=httpx.Client()): one finding, on the outer call

@@ -19,7 +19,7 @@ GENERATING_KINDS = ("generation", "streaming", "structured")
 METHOD_KEYS = {"stream_twin", "async_twin", "async", "positional", "stream_kwarg", "report_on_unknown_receiver",
                "local"}
 RECEIVER_KEYS = {"constructors", "module", "async", "async_twin", "pooled", "build_cost", "per_tenant", "timeout",
-                 "transparent_calls", "transparent_attributes", "methods", "request_methods"}
+                 "transparent_calls", "transparent_attributes", "methods", "request_methods", "local_kwargs"}
 METHOD_SET_KEYS = {"payload_kwargs", "exempt_when", "factories", *METHOD_KINDS}
 EXEMPT_KEYS = {"kwargs", "kwarg_equals", "kwarg_has_key", "kwarg_at_most", "no_model_call"}
 
@@ -49,6 +49,7 @@ class Receiver:
     per_tenant: str | None = None
     timeout: tuple[tuple[str, Any], ...] = ()
     transparent: frozenset[str] = frozenset()
+    local_kwargs: frozenset[str] = frozenset()  # given one, it is an embedded store with no pool (`path=`)
 
     def timeout_get(self, key: str, default: Any = None) -> Any:
         return dict(self.timeout).get(key, default)
@@ -152,6 +153,7 @@ def _receiver(stem: str, name: str, entry: dict, is_module: bool) -> Receiver:
         build_cost=entry.get("build_cost"), per_tenant=entry.get("per_tenant"),
         timeout=tuple(sorted((entry.get("timeout") or {}).items())),
         transparent=frozenset([*(entry.get("transparent_calls") or ()), *(entry.get("transparent_attributes") or ())]),
+        local_kwargs=frozenset(entry.get("local_kwargs") or ()),
     )
 
 
@@ -226,6 +228,9 @@ def validate(stem: str, doc: dict, source: str | None = None) -> None:
                 raise fail(f"{where}.async", "say whether the calls must be awaited (true/false)")
             if not isinstance(entry.get("methods") or [], list):
                 raise fail(f"{where}.methods", "must be a list of method-set names")
+            local = entry.get("local_kwargs") or []
+            if not isinstance(local, list) or not all(isinstance(k, str) and k.isidentifier() for k in local):
+                raise fail(f"{where}.local_kwargs", "must be a list of keyword argument names")
             for set_name in entry.get("methods") or []:
                 if not isinstance(set_name, str):
                     raise fail(f"{where}.methods", "must be a list of method-set names (strings)")
