@@ -2120,6 +2120,34 @@ def test_a_task_started_beside_requests_is_reported_and_a_cli_s_own_task_is_not(
     assert [(f.line, f.extra["context"]) for f in findings] == ([(line, "run-once")] if reported else [])
 
 
+def test_a_parameter_or_its_fallback_holds_the_parameter_s_declared_type(tmp_path):
+    """squidbot's `self.store_path = store_path or DATA_DIR / "sessions"` with `store_path: Path | None`: a Path
+    either way, as a type checker holds the fallback to the declaration."""
+    root = write(tmp_path, {"store.py": """
+        from pathlib import Path
+        DATA_DIR = Path.home() / ".bot"
+
+
+        class Sessions:
+            def __init__(self, store_path: Path | None = None):
+                self.store_path = store_path or DATA_DIR / "sessions"
+                self.index = self.store_path / "sessions.json"
+
+            def save(self, text):
+                self.index.write_text(text)
+        """, "bot.py": """
+        from fastapi import FastAPI
+        from store import Sessions
+        app = FastAPI()
+        sessions = Sessions()
+
+        @app.post("/message")
+        async def message(text: str):
+            sessions.save(text)
+        """})
+    assert [(path, line) for path, line, _ in found(scan(root), "LLM004")] == [("bot.py", 9)]
+
+
 def test_a_local_annotation_is_the_declared_type_of_what_it_is_assigned(tmp_path):
     """openhands' `runtime: Runtime = request.state.session.agent_session.runtime`: the value is a request's
     state (unknown), the annotation says it is a `Runtime`, whose abstract `list_files` the sandbox runtime

@@ -529,6 +529,10 @@ class _Reader:
             return self.value_ref(expr.slice.elts[0])  # `DBSession = Annotated[Session, Depends(get_db)]`: the type
         if kind is ast.Call or kind is ast.Name or kind is ast.Attribute or kind is ast.Subscript or kind is ast.BinOp:
             return self.ref(expr)
+        if kind is ast.BoolOp and type(expr.op) is ast.Or and type(expr.values[0]) is ast.Name \
+                and expr.values[0].id in self.scope.declared:
+            return self.ref(expr.values[0])  # `store_path or DEFAULT_DIR / "s"`: the parameter's declared type, as
+            # a type checker holds the fallback to it
         if kind is ast.BoolOp or kind is ast.IfExp:
             parts = expr.values if kind is ast.BoolOp else [expr.body, expr.orelse]
             found = {self.value_ref(part) for part in parts if not _is_none(part)} - {None}
