@@ -2120,6 +2120,38 @@ def test_a_task_started_beside_requests_is_reported_and_a_cli_s_own_task_is_not(
     assert [(f.line, f.extra["context"]) for f in findings] == ([(line, "run-once")] if reported else [])
 
 
+def test_a_lazy_singleton_getter_returns_what_it_keeps(tmp_path):
+    """memoryos's rate limiter: `if _redis_client is not None: return _redis_client`, then the client is built,
+    kept in the global and returned; the early return is the kept value, so the getter returns a redis client
+    (a getter whose only return is the early one returns what it keeps too)."""
+    root = write(tmp_path, {"limits.py": """
+        _redis_client = None
+
+
+        def get_redis():
+            global _redis_client
+            if _redis_client is not None:
+                return _redis_client
+            try:
+                import redis
+                _redis_client = redis.from_url("redis://cache")
+                return _redis_client
+            except Exception:
+                return None
+        """, "app.py": """
+        from fastapi import FastAPI
+        from limits import get_redis
+        app = FastAPI()
+
+        @app.get("/hits")
+        async def hits(key: str):
+            pipe = get_redis().pipeline()
+            pipe.incr(key)
+            return pipe.execute()
+        """})
+    assert [(path, line) for path, line, _ in found(scan(root), "LLM004")] == [("app.py", 10)]
+
+
 def test_a_parameter_or_its_fallback_holds_the_parameter_s_declared_type(tmp_path):
     """squidbot's `self.store_path = store_path or DATA_DIR / "sessions"` with `store_path: Path | None`: a Path
     either way, as a type checker holds the fallback to the declaration."""

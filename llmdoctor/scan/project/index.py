@@ -331,8 +331,8 @@ def index_module(source: str, tree: ast.Module, interest=None, platform: str = "
 
 
 class _Scope:
-    __slots__ = ("bindings", "declared", "first", "flows", "function", "globals", "kind", "klass", "loops", "params",
-                 "platform_values", "shipped", "types")
+    __slots__ = ("bindings", "declared", "first", "flows", "function", "globals", "kept_returns", "kind", "klass",
+                 "loops", "params", "platform_values", "shipped", "types")
 
     def __init__(self, kind: str, function: Function | None = None, klass: ClassInfo | None = None) -> None:
         self.kind = kind  # "module" | "class" | "function"
@@ -352,6 +352,7 @@ class _Scope:
         self.platform_values: dict[str, str | None] | None = None
         # what its statements store where (names, or None: given back) and from which expressions (_mark_answers)
         self.flows: list[tuple[frozenset[str] | None, list]] = []
+        self.kept_returns: list = []  # the values of its `if x is not None: return x` (read last, _note_return)
 
 
 class _Reader:
@@ -383,6 +384,7 @@ class _Reader:
         self.unreachable: list[tuple[int, int]] = []
         self.platform_exit = False  # the `if` just read is a platform test whose branch that runs leaves the block
         self.handed_lambdas: set[int] = set()
+        self.kept_returns: set[int] = set()  # `return _client` under `if _client is not None:` (block)
 
     # ------------------------------------------------------------------ module
 
@@ -605,6 +607,11 @@ class _Reader:
         negated = 0
         flag = None
         for position, statement in enumerate(body):
+            if type(statement) is ast.If and not statement.orelse and type(statement.body[-1]) is ast.Return \
+                    and statement.body[-1].value is not None \
+                    and _present_target(statement.test) == _text(statement.body[-1].value):
+                # `if _client is not None: return _client`: the kept value, which the rest of the function makes
+                self.kept_returns.add(id(statement.body[-1]))
             self.statement(statement)
             if self.platform_exit:  # `if platform.system() != "Windows": return []` on Linux: the rest never runs
                 self.platform_exit = False
@@ -743,7 +750,10 @@ class _Reader:
             self.scopes[-1].globals.update(node.names)
         elif kind is ast.Return:
             self.expressions([node.value])
-            self._note_return(node.value)
+            if id(node) in self.kept_returns:
+                self.scope.kept_returns.append(node.value)
+            else:
+                self._note_return(node.value)
             if node.value is not None:
                 self.scope.flows.append((None, [node.value]))
         else:  # Expr, Raise, Assert, Delete...
@@ -1246,6 +1256,9 @@ class _Reader:
         saved_memo, self.memo_depth = self.memo_depth, 0
         saved_guards, self.guards = self.guards, []
         self.block(node.body)
+        if scope.kept_returns and not self._returns_seen.get(key):
+            for value in scope.kept_returns:  # what it returns is only ever the kept value
+                self._note_return(value)
         _mark_answers(function, scope.flows, self.interest)
         if "contextmanager" in names:  # `with self._connect() as db:` runs the body up to its `yield` on entry
             function.generator = False
