@@ -2120,6 +2120,41 @@ def test_a_task_started_beside_requests_is_reported_and_a_cli_s_own_task_is_not(
     assert [(f.line, f.extra["context"]) for f in findings] == ([(line, "run-once")] if reported else [])
 
 
+def test_a_declared_library_type_wins_over_an_attribute_of_another_library_s_object(tmp_path):
+    """telechatai's `def _conn(self) -> sqlite3.Connection: ... return self._local.conn`: an attribute of a
+    `threading.local()` says nothing of what it holds, the declaration does; a declaration of the same library
+    as the value (`-> httpx.Client` returning `httpx.Client(...)`) changes nothing."""
+    root = write(tmp_path, {"kb.py": """
+        import sqlite3
+        import threading
+
+
+        class KnowledgeBase:
+            def __init__(self):
+                self._local = threading.local()
+
+            def _conn(self) -> sqlite3.Connection:
+                if not hasattr(self._local, "conn"):
+                    self._local.conn = sqlite3.connect("kb.db", check_same_thread=False)
+                return self._local.conn
+
+            def search(self, query):
+                return self._conn().execute("SELECT doc FROM chunks WHERE text MATCH ?", (query,)).fetchall()
+        """, "bot.py": """
+        from fastapi import FastAPI
+        from kb import KnowledgeBase
+        app = FastAPI()
+        kb = KnowledgeBase()
+
+        @app.post("/ask")
+        async def ask(query: str):
+            return kb.search(query)
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.path, f.line) for f in findings] == [("bot.py", 9)]
+    assert "`sqlite3.Connection.execute()`" in findings[0].message
+
+
 def test_a_lazy_singleton_getter_returns_what_it_keeps(tmp_path):
     """memoryos's rate limiter: `if _redis_client is not None: return _redis_client`, then the client is built,
     kept in the global and returned; the early return is the kept value, so the getter returns a redis client

@@ -1189,6 +1189,13 @@ class ProjectModel:
                 value = items[position] if 0 <= position < len(items) else None
                 return self._resolve(self.nodes[current.node], value, depth + 1) if value else None
             returned = self._resolve(self.nodes[current.node], function.returns, depth + 1) if function.returns else None
+            if returned is not None and returned.kind == "library" and function.declared:
+                declared = self._resolve(self.nodes[current.node], function.declared, depth + 1)
+                if declared is not None and declared.kind == "library" \
+                        and declared.name.split(".", 1)[0] != returned.name.split(".", 1)[0]:
+                    # `-> sqlite3.Connection` returning `self._local.conn`: an attribute of a `threading.local()`
+                    # says nothing of what it holds; the declaration, of another library, does
+                    returned = declared
             found = self._step(returned, token, depth + 1) if returned is not None else None
             if found is None and function.declared:
                 # `-> Path` types the result where the `return`s do not, and so does a project class no project
