@@ -18,6 +18,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CORPUS_FILE = HERE / "corpus.yaml"
 LABELS_DIR = HERE / "labels"
+DECLARED_FILE = HERE / "declared.yaml"
 DEFAULT_DEST = REPO / "bench" / "corpus" / "precision"
 
 VERDICTS = ("real", "false", "miss", "todo")
@@ -157,6 +158,17 @@ def parse_labels(data: object, where: str) -> list[Label]:
 
 def labels_file(project: str) -> Path:
     return LABELS_DIR / f"{project}.yaml"
+
+
+def load_declared(path: Path = DECLARED_FILE) -> dict[str, tuple[str, ...]]:
+    """declared.yaml: per project, the `--control-plane` patterns its operator would declare."""
+    data = yaml.safe_load(path.read_text()) if path.exists() else {}
+    declared = (data or {}).get("declared") or {}
+    if not isinstance(declared, dict) or not all(
+            isinstance(patterns, list) and all(isinstance(p, str) and p for p in patterns)
+            for patterns in declared.values()):
+        raise LabelError(f"{path.name}: `declared` must map project names to lists of patterns")
+    return {str(name): tuple(patterns) for name, patterns in declared.items()}
 
 
 def load_labels(project: str) -> list[Label]:

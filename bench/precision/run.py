@@ -24,7 +24,8 @@
     python bench/precision/run.py --set holdout21    # the twenty-first holdout set (round 18, unseen; not for tuning)
     python bench/precision/run.py --set all          # every set, reported separately
     python bench/precision/run.py --project fschat   # one project (any set)
-    options: --write-todo  --min-severity info|warning|error  --show-misses  --json FILE
+    python bench/precision/run.py --set all --declared   # with the control plane each operator would declare
+    options: --write-todo  --min-severity info|warning|error  --show-misses  --json FILE  --declared
              --llmdoctor CMD  --ruff CMD  --jobs N  --corpus DIR
 
 Not a test: it prints figures. Needs the corpus (python bench/precision/fetch_corpus.py). For every project
@@ -75,6 +76,7 @@ from corpus import (
     is_test_module,
     labels_file,
     load_corpus,
+    load_declared,
     load_labels,
     match,
 )
@@ -124,10 +126,13 @@ def via_steps(value: object) -> tuple[str, ...]:
     return tuple(steps)
 
 
-def scan(command: list[str], root: Path, jobs: int | None) -> tuple[list[Finding], float, list[str]]:
+def scan(command: list[str], root: Path, jobs: int | None,
+         control_plane: tuple[str, ...] = ()) -> tuple[list[Finding], float, list[str]]:
     args = [*command, "scan", ".", "--format", "json", "--no-cache"]
     if jobs:
         args += ["--jobs", str(jobs)]
+    for pattern in control_plane:
+        args += ["--control-plane", pattern]
     start = time.perf_counter()
     result = subprocess.run(args, cwd=root, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
@@ -245,7 +250,8 @@ def run_project(project: Project, root: Path, args: argparse.Namespace,
     if not root.is_dir():
         raise LabelError(f"{project.name}: {root} is missing; run python bench/precision/fetch_corpus.py")
     labels = load_labels(project.name)
-    findings, seconds, errors = scan(llmdoctor, root, args.jobs)
+    declared = load_declared().get(project.name, ()) if args.declared else ()
+    findings, seconds, errors = scan(llmdoctor, root, args.jobs, declared)
     threshold = SEVERITY_ORDER[args.min_severity]
     findings = [finding for finding in findings if SEVERITY_ORDER.get(finding.severity, 1) >= threshold]
     sources = Sources(root)
@@ -420,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ruff", help="command to run ruff (default: beside this Python, or PATH)")
     parser.add_argument("--no-ruff", action="store_true", help="skip the ruff cross-check")
     parser.add_argument("--jobs", type=int, help="passed to llmdoctor scan --jobs")
+    parser.add_argument("--declared", action="store_true",
+                        help="scan each project with the control plane its operator would declare (declared.yaml)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_DEST, help="where fetch_corpus.py put it")
     args = parser.parse_args(argv)
     try:
