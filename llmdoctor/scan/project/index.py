@@ -1894,15 +1894,23 @@ def _names_read(nodes: list, prompts: frozenset[str]) -> set[str]:
     """The names `nodes` read, but for the arguments of a call given a prompt keyword."""
     names = set()
     stack = list(nodes)
+    fields_of, name_node, constant, call = NODE_FIELDS, ast.Name, ast.Constant, ast.Call
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is ast.Name:
+        if kind is name_node:
             names.add(node.id)
-        elif kind is ast.Call and prompts and any(k.arg in prompts for k in node.keywords):
+        elif kind is constant:
+            continue
+        elif kind is call and prompts and any(k.arg in prompts for k in node.keywords):
             stack.append(node.func)
         else:
-            stack.extend(ast.iter_child_nodes(node))
+            for field_name in fields_of.get(kind, ()):
+                value = getattr(node, field_name, None)
+                if type(value) is list:
+                    stack.extend([child for child in value if child is not None])
+                elif value is not None:
+                    stack.append(value)
     return names
 
 
