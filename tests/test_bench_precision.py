@@ -42,6 +42,28 @@ def test_every_set_is_present() -> None:
     assert sets.count("holdout16") >= 3
     assert sets.count("holdout17") >= 3
     assert sets.count("holdout18") >= 3
+    assert sets.count("holdout19") >= 3 and sets.count("holdout20") >= 3 and sets.count("holdout21") >= 3
+
+
+def test_declared_control_plane_names_corpus_projects_and_valid_patterns() -> None:
+    from llmdoctor.scan.config import control_plane_pattern
+
+    projects = {project.name for project in corpus.load_corpus().projects}
+    declared = corpus.load_declared()
+    assert declared
+    for name, patterns in declared.items():
+        assert name in projects, f"declared.yaml: no project {name} in corpus.yaml"
+        assert 1 <= len(patterns) <= 3, f"declared.yaml: {name} declares {len(patterns)} patterns"
+        for pattern in patterns:
+            control_plane_pattern(pattern)
+
+
+@pytest.mark.parametrize("text", ["declared: [a]\n", "declared:\n  app: admin.py\n", "declared:\n  app: [3]\n"])
+def test_a_malformed_declared_file_is_named(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "declared.yaml"
+    path.write_text(text)
+    with pytest.raises(corpus.LabelError, match="declared.yaml"):
+        corpus.load_declared(path)
 
 
 def _label(**overrides: object) -> dict:

@@ -609,7 +609,8 @@ class _Reader:
         for position, statement in enumerate(body):
             if type(statement) is ast.If and not statement.orelse and type(statement.body[-1]) is ast.Return \
                     and statement.body[-1].value is not None \
-                    and _present_target(statement.test) == _text(statement.body[-1].value):
+                    and _present_target(statement.test) == _text(statement.body[-1].value) \
+                    and _assigns(body[position + 1:], _text(statement.body[-1].value)):
                 # `if _client is not None: return _client`: the kept value, which the rest of the function makes
                 self.kept_returns.add(id(statement.body[-1]))
             self.statement(statement)
