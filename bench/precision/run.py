@@ -245,13 +245,13 @@ def ruff_class(verdict: str) -> str:
     return verdict.split(" (")[0].split(":")[0]
 
 
-def run_project(project: Project, root: Path, args: argparse.Namespace,
-                llmdoctor: list[str], ruff: list[str] | None) -> ProjectResult:
+def run_project(project: Project, root: Path, args: argparse.Namespace, llmdoctor: list[str],
+                ruff: list[str] | None, declared: dict[str, tuple[str, ...]]) -> ProjectResult:
+    """`declared`: per project, the `--control-plane` patterns to scan with (declared.yaml, `--declared`)."""
     if not root.is_dir():
         raise LabelError(f"{project.name}: {root} is missing; run python bench/precision/fetch_corpus.py")
     labels = load_labels(project.name)
-    declared = load_declared().get(project.name, ()) if args.declared else ()
-    findings, seconds, errors = scan(llmdoctor, root, args.jobs, declared)
+    findings, seconds, errors = scan(llmdoctor, root, args.jobs, declared.get(project.name, ()))
     threshold = SEVERITY_ORDER[args.min_severity]
     findings = [finding for finding in findings if SEVERITY_ORDER.get(finding.severity, 1) >= threshold]
     sources = Sources(root)
@@ -437,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         llmdoctor = executable("llmdoctor", args.llmdoctor)
         ruff = None if args.no_ruff else executable("ruff", args.ruff)
         versions = f"{tool_version(llmdoctor)}" + (f", {tool_version(ruff)}" if ruff else "")
-        results = [run_project(project, args.corpus / project.name, args, llmdoctor, ruff)
+        declared = load_declared() if args.declared else {}
+        results = [run_project(project, args.corpus / project.name, args, llmdoctor, ruff, declared)
                    for project in projects]
     except LabelError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -51,6 +51,8 @@ def _grammar() -> tuple[dict[type, tuple[str, ...]], dict[type, tuple[str, ...]]
 
 
 IDENTIFIER_FIELDS, NODE_FIELDS = _grammar()
+# the methods that put a value into a container (`parts.append(chunk)`): the container holds it from there on
+COLLECTING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add"})
 
 MIN_LINES = 3  # a unit over fewer lines is never left out: the saving would not pay for the bookkeeping
 MIN_CHARS = 1_000  # ... unless it is a statement this long (a 1.8 MB one-line list: 66 s and 4.5 GB in libcst)

@@ -35,7 +35,7 @@ import builtins
 import re
 from dataclasses import dataclass, field
 
-from llmdoctor.scan.codefacts import NODE_FIELDS
+from llmdoctor.scan.codefacts import COLLECTING_METHODS, NODE_FIELDS
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # a comment that may silence an llmdoctor finding: a bare noqa, a noqa naming an LLM code, `llmdoctor: ...`
@@ -1828,7 +1828,7 @@ def _target_values(target: ast.expr, value: str | None) -> list[tuple[str, str |
     return [(name, None) for name in _target_names(target)]
 
 
-_STORING_METHODS = frozenset({"append", "extend", "add", "insert", "appendleft", "setdefault"})
+_STORING_METHODS = COLLECTING_METHODS | {"setdefault"}  # (a dict's `setdefault(key, value)` stores it too)
 
 
 def _stored_names(targets: list) -> frozenset[str]:

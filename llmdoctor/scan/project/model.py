@@ -328,8 +328,8 @@ class ProjectModel:
     def _answers_at(node: Node, line: int, column: int) -> bool:
         """Whether the call at `line`:`column` gives its value back (`Call.answers`); true where the index kept
         no call there."""
-        found = [call.answers for call in node.function.calls if call.line == line and call.col == column]
-        return not found or any(found)
+        found = _calls_at(node, line, column)
+        return not found or any(call.answers for call in found)
 
     def on_private_loop(self, node_id: int) -> bool:
         """Code that runs only on an event loop of its own (a sync handler's or a worker thread's
@@ -461,8 +461,7 @@ class ProjectModel:
         """Whether the call at `line`:`column` of function `key` runs under a lazy guard that keeps its result
         (`if key not in cache: ...`, or after `if self._x is not None: return self._x`)."""
         node = self.node(path, key)
-        return node is not None and any(call.memo and call.line == line and call.col == column
-                                        for call in node.function.calls)
+        return node is not None and any(call.memo for call in _calls_at(node, line, column))
 
     def callers_omitting(self, path: str, key: str, keyword: str) -> int:
         """How many calls in the project reach the private function `key` of `path`, when they are all known
@@ -1699,6 +1698,10 @@ def _handed_on(call: Call, guard: str) -> str | None:
 
 
 # ----------------------------------------------------------------------------- references
+
+
+def _calls_at(node: Node, line: int, column: int) -> list[Call]:
+    return [call for call in node.function.calls if call.line == line and call.col == column]
 
 
 def _one_of(targets: list[Target | None]) -> Target | None:

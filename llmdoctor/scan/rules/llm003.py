@@ -278,14 +278,14 @@ class ClientPerCall(Rule):
             transports = self._lifetime.transport_kwargs
             around = transports if callee in self._knowledge.request_methods else \
                 self._lifetime.pool_kwargs | transports
-            if any(arg.keyword is not None and arg.keyword.value in around
-                   and not _may_be_none(arg.value)
-                   and not self._builds_pool(arg.value, any_call=arg.keyword.value in transports)
+            # OpenAI(http_client=shared), httpx.Client(transport=kept): a pool built elsewhere;
+            # QdrantClient(path="index"): an embedded store, no server and no pool
+            if any(arg.keyword is not None and not _may_be_none(arg.value) and (
+                    arg.keyword.value in receiver.local_kwargs or (
+                        arg.keyword.value in around
+                        and not self._builds_pool(arg.value, any_call=arg.keyword.value in transports)))
                    for arg in node.args):
-                return  # OpenAI(http_client=shared), httpx.Client(transport=kept): a pool built elsewhere
-            if any(arg.keyword is not None and arg.keyword.value in receiver.local_kwargs
-                   and not _may_be_none(arg.value) for arg in node.args):
-                return  # QdrantClient(path="index"): an embedded store, no server and no pool
+                return
         self._open.append(id(node))
         if len(self._open) > 1:
             return  # OpenAI(http_client=httpx.Client()): one finding, on the outer call

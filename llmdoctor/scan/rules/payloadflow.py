@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from llmdoctor.scan.codefacts import COLLECTING_METHODS
 from llmdoctor.scan.fastwalk import code_children
 from llmdoctor.scan.functionfacts import annotation_name, tested_empty
 from llmdoctor.scan.rule import Rule
@@ -41,7 +42,6 @@ from llmdoctor.scan.rules.payload import (
 )
 from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
-COLLECTING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add"})
 NUMERIC_ANNOTATIONS = frozenset({"int", "float", "bool", "complex", "datetime", "timedelta", "Decimal"})
 STREAM_ATTRIBUTES = frozenset({"response"})  # a stream object has these too (openai `Stream.response`)
 UNKNOWN = object()  # a local bound to something we cannot read
