@@ -2,11 +2,13 @@
 
     python bench/scan_phases.py DIR [--repeat 3]
 
-Prints the CPU seconds of: CPython's `ast` parse + the facts walk (`codefacts.read_code`), the region
-decisions (`regions.pruned_source`), libcst's parse (without, then with its per-node validation), the
-walk and the rules (`visitor.run_rules`), positions (`positions.positions_for`; then with libcst's
-whole-module provider instead of the statement-local path), and the rest (first-stage pre-filter,
-discovery, results). Not a test: figures for docs/performance.md.
+Prints the CPU seconds of: CPython's `ast` parse (`codefacts.parse_python`), the facts walk
+(`codefacts.read_code`), the project model's index of each module (`index.index_module`), the region
+decisions (`regions.pruned`), libcst's parse (without, then with its per-node validation), the walk and the
+rules (`visitor.run_rules`), positions (`positions.positions_for`; then with libcst's whole-module provider
+instead of the statement-local path), the project link (`link._link`: the model, the contexts, the chains),
+and the rest (decoding, first-stage pre-filter, discovery, results). Not a test: figures for
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -23,15 +25,19 @@ sys.path.insert(0, str(REPO))
 import libcst as cst
 
 from llmdoctor.scan import engine, positions, visitor
+from llmdoctor.scan.project import index, link
 from llmdoctor.scan.parallel import ScanExecutor
 from llmdoctor.scan.runner import ScanOptions, run_scan
 
 PHASES = {
-    "ast parse + facts walk": (engine, "read_code"),
-    "region decisions": (engine, "pruned_source"),
+    "ast parse": (engine, "parse_python"),
+    "facts walk": (engine, "read_code"),
+    "project index": (index, "index_module"),
+    "region decisions": (engine, "pruned"),
     "libcst parse": (engine, "_parse"),
     "walk + rules": (visitor, "run_rules"),
     "positions": (positions, "positions_for"),
+    "project link": (link, "_link"),
 }
 
 

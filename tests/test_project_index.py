@@ -135,3 +135,33 @@ def test_a_method_without_a_body_of_its_own_is_abstract():
     assert abstract == {"Base.decorated": True, "Base.ellipsis": True, "Base.passes": True, "Base.raises": True,
                         "Base.docstring_only": True, "Base.concrete": False, "Base.raises_other": False,
                         "module_function": False}
+
+
+def test_a_returned_tuple_is_read_item_by_item_and_a_none_says_nothing_of_its_item():
+    """`tool, params, error = registry.prepare_call(...)` (holdout22's nanobot tool registry): each returned tuple
+    agrees on the tool where it gives one; an item the returns disagree on is unknown, the others stay known."""
+    source = textwrap.dedent('''
+        class Registry:
+            def __init__(self):
+                self.tools: dict[str, Tool] = {}
+
+            def prepare_call(self, name, params):
+                tool = self.tools.get(name)
+                if not tool:
+                    return None, params, "not found"
+                cast = tool.cast(params)
+                if cast is None:
+                    return tool, params, "invalid"
+                return tool, cast, None
+
+            def pair(self):
+                if self.tools:
+                    return 1, None
+                return None, None
+        ''')
+    index = index_module(source, ast.parse(source))
+    functions = {f.key: f for f in index.functions}
+    assert functions["Registry.prepare_call"].returns_items == ["S:tools.get()", None, None]
+    assert functions["Registry.pair"].returns_items == [None, None]
+    again = ModuleIndex.from_json(json.loads(json.dumps(index.to_json())))
+    assert again.to_json() == index.to_json()

@@ -204,6 +204,83 @@ def test_a_task_spawned_by_a_startup_hook_shares_the_serving_loop(tmp_path):
     assert [(f.line, f.extra["context"]) for f in scan(root)] == [(8, "run-once")]
 
 
+BUS = {
+    "app/bus.py": """
+        import asyncio
+
+        class MessageBus:
+            def __init__(self):
+                self.inbound: asyncio.Queue = asyncio.Queue()
+                self.log = asyncio.Queue()  # a queue nobody fills from a request
+
+            async def publish(self, message):
+                await self.inbound.put(message)
+
+            async def consume(self):
+                return await self.inbound.get()
+        """,
+    "app/agent.py": """
+        from app.bus import MessageBus
+
+        class AgentLoop:
+            def __init__(self, bus: MessageBus):
+                self.bus = bus
+
+            async def run(self):
+                with open("persona.md") as persona:  # set-up, before the first message: once
+                    self.persona = persona.read()
+                while True:
+                    message = await self.bus.consume()
+                    await self.answer(message)
+
+            async def answer(self, message):
+                self.save(message)
+
+            def save(self, message):
+                with open("history.jsonl", "a") as history:
+                    history.write(message)
+
+            async def drain_log(self):
+                while True:
+                    entry = await self.bus.log.get()
+                    self.save(entry)
+        """,
+    "app/main.py": """
+        import asyncio
+        import uvicorn
+        from fastapi import FastAPI
+        from app.agent import AgentLoop
+        from app.bus import MessageBus
+
+        app = FastAPI()
+        bus = MessageBus()
+        agent = AgentLoop(bus)
+
+        @app.post("/chat")
+        async def chat(text: str):
+            await bus.publish(text)
+
+        async def main():
+            server = uvicorn.Server(uvicorn.Config(app))
+            await asyncio.gather(server.serve(), agent.run(), agent.drain_log())
+
+        if __name__ == "__main__":
+            asyncio.run(main())
+        """,
+}
+
+
+def test_a_coroutine_taking_requests_off_a_queue_serves_them(tmp_path):
+    """A chat bot's message bus (holdout22's nanobot: the channel handlers put each message on an asyncio.Queue,
+    the agent loop started beside the server takes it and answers): what the consumer does after its `get` runs
+    per request on the serving loop; its set-up before the `get`, and a queue no request fills, do not."""
+    findings = [f for f in scan(write(tmp_path, BUS)) if f.rule == "LLM004"]
+    assert [(f.path, f.line, f.extra["context"], f.extra["entry"]["framework"], f.extra["entry"]["function"])
+            for f in findings] == [("app/agent.py", 16, "serving", "queue", "AgentLoop.run")]
+    assert findings[0].extra["entry"]["route"] == "queue put by MessageBus.publish"
+    assert [step["function"] for step in findings[0].extra["via"]] == ["answer", "AgentLoop.save"]
+
+
 @pytest.mark.parametrize("helper", [
     # a lazy one-time initialisation
     ("_cache = None\ndef fetch_user(uid):\n    global _cache\n    if _cache is None:\n"
@@ -1192,6 +1269,8 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  dev_tooling:\n    routes: [dev]\n", "unknown key 'routes'"),
     ("entrypoints:\n  replies:\n    names: [send]\n", "unknown key 'names'"),
     ("entrypoints:\n  replies:\n    methods: send\n", "key 'entrypoints.replies.methods': must be a list"),
+    ("entrypoints:\n  handoffs:\n    take: [mylib.Queue.get]\n", "unknown key 'take'"),
+    ("entrypoints:\n  handoffs:\n    put: mylib.Queue.put\n", "key 'entrypoints.handoffs.put': must be a list"),
     ("entrypoints:\n  dev_tooling:\n    route_segments: dev\n",
      "key 'entrypoints.dev_tooling.route_segments': must be a list"),
     ("tables:\n  setup_functions: [1]\n", "key 'tables.setup_functions[0]'"),
@@ -1271,6 +1350,55 @@ def test_a_reply_method_added_in_rules_dir_gives_the_answer_back(cli, tmp_path):
     extended = json.loads(cli("scan", "--no-cache", "--format", "json", "--rules-dir", "rules", ".", cwd=root).stdout)
     assert [f["line"] for f in plain["findings"] if f["rule"] == "LLM001"] == []
     assert [f["line"] for f in extended["findings"] if f["rule"] == "LLM001"] == [12]
+
+
+def test_a_module_level_queue_imported_by_the_route_and_the_consumer(tmp_path):
+    root = write(tmp_path, {
+        "app/bus.py": "import asyncio\ninbound = asyncio.Queue()\n",
+        "app/agent.py": """
+            from app.bus import inbound
+
+            async def agent_loop():
+                while True:
+                    message = await inbound.get()
+                    with open("history.jsonl", "a") as history:
+                        history.write(message)
+            """,
+        "app/main.py": """
+            import asyncio
+            import uvicorn
+            from fastapi import FastAPI
+            from app import bus
+            from app.agent import agent_loop
+            app = FastAPI()
+
+            @app.post("/chat")
+            async def chat(text: str):
+                bus.inbound.put_nowait(text)
+
+            async def main():
+                await asyncio.gather(uvicorn.Server(uvicorn.Config(app)).serve(), agent_loop())
+
+            if __name__ == "__main__":
+                asyncio.run(main())
+            """})
+    assert [(f.path, f.line, f.extra["context"]) for f in scan(root) if f.rule == "LLM004"] == \
+        [("app/agent.py", 7, "serving")]
+
+
+def test_a_queue_added_in_rules_dir_hands_requests_to_its_consumer(cli, tmp_path):
+    """`handoffs` is a table a team extends: the team's own async queue class hands the route's requests to the
+    coroutine that takes them, as asyncio.Queue does."""
+    files = {name: text.replace("asyncio.Queue = asyncio.Queue()", "teamqueue.Queue = teamqueue.Queue()")
+             .replace("import asyncio\n", "import asyncio\n        import teamqueue\n") for name, text in BUS.items()}
+    root = write(tmp_path, files)
+    (root / "rules").mkdir()
+    (root / "rules" / "mine.yaml").write_text("kind: tables\nname: mine\nentrypoints:\n  handoffs:\n"
+                                              "    put: [teamqueue.Queue.put]\n    get: [teamqueue.Queue.get]\n")
+    plain = json.loads(cli("scan", "--no-cache", "--format", "json", ".", cwd=root).stdout)
+    extended = json.loads(cli("scan", "--no-cache", "--format", "json", "--rules-dir", "rules", ".", cwd=root).stdout)
+    assert [f["line"] for f in plain["findings"] if f["rule"] == "LLM004"] == []
+    assert [(f["path"], f["line"]) for f in extended["findings"] if f["rule"] == "LLM004"] == [("app/agent.py", 16)]
 
 
 SEARCH = """

@@ -276,6 +276,7 @@ class ModuleIndex:
 
 
 _MAX = 2**31
+_NONE_RETURNED = "None"  # (while a function is read) a returned tuple's item that is the literal None
 # the types of a call's fields as `Call.to_json` writes them (`literal` and `mode` may be None)
 _CALL_SHAPES = frozenset(
     (str, int, int, int, int, int, int, str, list, list, list, literal, mode, bool, list, list, int, bool, bool, bool,
@@ -358,6 +359,7 @@ class _Scope:
 class _Reader:
     def __init__(self, source: str) -> None:
         self.lines = None if source.isascii() else source.splitlines()
+        self.reads_file = "__file__" in source  # (else no path of the code is built here: `_shipped`)
         self.module_bindings: dict[str, str | None] = {}
         self.module_function = Function(key=MODULE_KEY, name="<module>", line=1)
         self.functions: list[Function] = [self.module_function]
@@ -828,10 +830,16 @@ class _Reader:
         seen = self._returns_seen.setdefault(function.key, 0)
         self._returns_seen[function.key] = seen + 1
         if type(value) is ast.Tuple:
-            items = [self.value_ref(element) for element in value.elts]
+            # item by item: `return None, params, error` and `return tool, params, None` give back the `tool` where
+            # any is given (a `None` says nothing of the others, as for a whole `return None`)
+            items = [_NONE_RETURNED if _is_none(element) else self.value_ref(element) for element in value.elts]
+            known = function.returns_items
             if seen == 0:
                 function.returns_items = items
-            elif function.returns_items != items:
+            elif known is not None and len(known) == len(items):
+                function.returns_items = [new if old == _NONE_RETURNED else old if new in (old, _NONE_RETURNED)
+                                          else None for old, new in zip(known, items)]
+            else:
                 function.returns_items = None
             function.returns = None
             return
@@ -1054,7 +1062,7 @@ class _Reader:
         """Whether `expr` builds a path from `__file__` (`os.path.join(os.path.dirname(__file__), "task.json")`,
         `Path(__file__).parent / "prompts"`), directly or through a name bound to one (`PROMPTS = Path(__file__)
         .parent` at module level)."""
-        if expr is None:
+        if expr is None or not self.reads_file:
             return False
         for node in ast.walk(expr):
             if type(node) is ast.Name and (node.id == "__file__" or any(node.id in s.shipped for s in self.scopes)):
@@ -1261,6 +1269,8 @@ class _Reader:
             for value in scope.kept_returns:  # what it returns is only ever the kept value
                 self._note_return(value)
         _mark_answers(function, scope.flows, self.interest)
+        if function.returns_items is not None:
+            function.returns_items = [None if item == _NONE_RETURNED else item for item in function.returns_items]
         if "contextmanager" in names:  # `with self._connect() as db:` runs the body up to its `yield` on entry
             function.generator = False
         self.lazy_depth = saved_lazy

@@ -24,6 +24,7 @@ SCHEDULED_KEYS = {"decorators", "registrations"}
 LIBRARY_API_KEYS = {"name_globs"}
 DEV_TOOLING_KEYS = {"route_segments", "name_words"}
 REPLIES_KEYS = {"methods"}
+HANDOFF_KEYS = {"put", "get"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
                            "options"})
@@ -58,6 +59,10 @@ class Patterns:
 
     def __getstate__(self) -> dict:  # (pickled with the catalog: the compiled pattern is rebuilt on demand)
         return {"exact": self.exact, "globs": self.globs, "_regex": None, "_memo": {}}
+
+    def last_names(self) -> set[str]:
+        """The last dotted part of each name (`put` of `asyncio.Queue.put`): what a call's text must end with."""
+        return {name.rsplit(".", 1)[-1] for name in (*self.exact, *self.globs)}
 
     def __bool__(self) -> bool:
         return bool(self.exact or self.globs)
@@ -124,6 +129,8 @@ class EntryKnowledge:
     dev_route_segments: frozenset[str] = frozenset()  # a route with one of them serves developer tooling
     dev_name_words: frozenset[str] = frozenset()  # ... as does an entry point in a module or class so named
     reply_methods: frozenset[str] = frozenset()  # calls that hand the reader an answer (`ws.send_text`, `reply_text`)
+    handoff_puts: Patterns = field(default_factory=Patterns)  # a queue handing requests to a consumer: its put
+    handoff_gets: Patterns = field(default_factory=Patterns)  # ... and its get
 
     def request_decorator(self, qualified: str | None) -> tuple[str, str] | None:
         """(framework, kind) when a decorator with this qualified callee makes a request entry point."""
@@ -181,7 +188,8 @@ def index_interest(catalog) -> Interest:
         knowledge = entry_knowledge(catalog)
         registrations = (*knowledge.registrations, *knowledge.once_registrations, *knowledge.scheduled_registrations)
         for patterns in [*(p for p, _, _ in knowledge.decorators), knowledge.once_decorators, knowledge.spawn,
-                         knowledge.scheduled_decorators, *(r.calls for r in registrations)]:
+                         knowledge.scheduled_decorators, knowledge.handoff_puts, knowledge.handoff_gets,
+                         *(r.calls for r in registrations)]:
             names.update(patterns.exact)
             names.update(patterns.globs)
         names.update(sdk_knowledge(catalog).calls)
@@ -220,7 +228,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
         _keys(data, {"request", "run_once", "scheduled", "offline", "library_api", "dev_tooling",
-                     "replies"}, where + "'")
+                     "replies", "handoffs"}, where + "'")
         for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
             _family(knowledge, family, f"{where}.request[{index}]")
         once = data.get("run_once") or {}
@@ -278,6 +286,12 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         replies = data.get("replies") or {}
         _keys(replies, REPLIES_KEYS, where + ".replies'")
         reply_methods.update(_strings(replies.get("methods"), f"{where}.replies.methods'"))
+        handoffs = data.get("handoffs") or {}
+        _keys(handoffs, HANDOFF_KEYS, where + ".handoffs'")
+        for name in _strings(handoffs.get("put"), f"{where}.handoffs.put'"):
+            knowledge.handoff_puts.add(name)
+        for name in _strings(handoffs.get("get"), f"{where}.handoffs.get'"):
+            knowledge.handoff_gets.add(name)
     knowledge.reply_methods = frozenset(reply_methods)
     knowledge.dev_route_segments = frozenset(dev_segments)
     knowledge.dev_name_words = frozenset(dev_words)

@@ -53,6 +53,7 @@ SERVING = "serving"
 WORKER_CONTEXT = "worker"
 RUN_ONCE = "run-once"
 OFFLINE = "offline"
+QUEUE_FRAMEWORK = "queue"  # the framework of a queue consumer's entry point (entrypoints.yaml `handoffs`)
 UNKNOWN = "unknown"
 CONTROL_PLANE = "control-plane"  # reached only from entry points the user declared control plane (config)
 SCHEDULED = "scheduled"  # run by a scheduler at intervals (entrypoints.yaml `scheduled`): periodic, not per request
@@ -239,15 +240,16 @@ class ProjectModel:
         self._callers: dict[int, list[tuple[int, int, Call | None]]] | None = None
         self._link(console_scripts)
         self.once |= {node.id for node in self.nodes if node.cached}
-        self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False)
+        self._declared = self._declared_entries(control_plane)
+        self._after: dict[int, int] = {}  # queue consumers (entry points): only their calls after this line serve
+        if self._serve_queues():
+            self._declared = self._declared_entries(control_plane)
+        self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False,
+                                                          entries=True)
         self._data_plane, self._data_plane_parent = self._serving, self._serving_parent
-        # entry points declared control plane, and those serving developer tooling (entrypoints.yaml)
-        self._declared = {n for n, entry in self.entries.items()
-                          if knowledge.dev_tooling(layout.relative(self.nodes[n].path), self.nodes[n].label, entry.route)
-                          or (control_plane is not None and control_plane(self.nodes[n].path, self.nodes[n].label))}
         if self._declared:
             self._data_plane, self._data_plane_parent = self._reach(
-                [n for n in self.entries if n not in self._declared], through_cached=False)
+                [n for n in self.entries if n not in self._declared], through_cached=False, entries=True)
         # an example's `__main__` runs the library once for a demo; the library's callers are not told by it
         self._once, self._once_parent = self._reach(
             sorted(n for n in self.once if not self._is_example(self.nodes[n].path)), skip=E_HANDED)
@@ -289,7 +291,8 @@ class ProjectModel:
             return Context(OFFLINE)
         if node.cached:  # functools.cache & co.: the body runs once per distinct arguments
             return Context(RUN_ONCE)
-        if node_id in self._data_plane:
+        before_get = at is not None and at[0] <= self._after.get(node_id, 0)  # a queue consumer's own set-up
+        if node_id in self._data_plane and not before_get:
             chain = self._chain(node_id, self._data_plane_parent)
             entry = self.entries[chain[0][0]]
             if not self._interactive(node_id):
@@ -303,7 +306,7 @@ class ProjectModel:
                 chain = self._chain(node_id, self._streaming[1])
                 return Context(SERVING, self.entries[chain[0][0]], tuple(chain), streams=True)
             return Context(SERVING, entry, tuple(chain))
-        if node_id in self._serving:  # reached only from entry points declared control plane
+        if node_id in self._serving and not before_get:  # reached only from entry points declared control plane
             chain = self._chain(node_id, self._serving_parent)
             return Context(CONTROL_PLANE, self.entries[chain[0][0]], tuple(chain))
         if self._is_test_function(node):
@@ -355,7 +358,8 @@ class ProjectModel:
             return set()
         roots = [node.id for node in self.nodes if node.id not in called and not (
             node.id in runs and (node.id in self._serving or node.function.name.startswith("_")))]
-        shared = self._reach(sorted({*self.entries, *self.once, *roots}), skip=E_RUN, through_cached=False)[0]
+        shared = self._reach(sorted({*self.entries, *self.once, *roots}), skip=E_RUN, through_cached=False,
+                             entries=True)[0]
         return self._reach(sorted(runs), through_cached=False)[0] - shared
 
     def steps(self, chain, last_line: int | None = None) -> list[Step]:
@@ -1370,22 +1374,27 @@ class ProjectModel:
 
     # ------------------------------------------------------------------ contexts
 
-    def _reach(self, seeds: list[int], skip: int = -1, through_cached: bool = True, answering: bool = False
-               ) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
+    def _reach(self, seeds: list[int], skip: int = -1, through_cached: bool = True, answering: bool = False,
+               entries: bool = False) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
         """Breadth first from `seeds` over every edge (but those of kind `skip`): the nodes reached and, for
         each, the one it was reached from (shortest chains). Without `through_cached`, a cached function is
         reached but what it calls is not (its body runs once per distinct arguments, not per call), and a call
         whose result is memoised (`if key not in cache: cache[key] = make()`) is not followed. With
-        `answering`, only calls whose value their caller gives back (`Call.answers`) are followed."""
+        `answering`, only calls whose value their caller gives back (`Call.answers`) are followed. With
+        `entries` (the seeds are entry points), a queue consumer's calls before its `get` are not followed."""
         reached = set(seeds)
         parent: dict[int, tuple[int, Call | None]] = {}
         queue = deque(seeds)
+        after = {seed: self._after[seed] for seed in seeds if seed in self._after} if entries else {}
         while queue:
             current = queue.popleft()
             if not through_cached and self.nodes[current].cached and current not in seeds:
                 continue
+            start = after.pop(current, None)  # (a seed is taken off the queue once, before anything it reaches)
             for callee, kind, call in self.nodes[current].edges:
                 if not through_cached and call is not None and call.memo:
+                    continue
+                if start is not None and (call is None or call.line <= start):
                     continue
                 if answering and (kind not in _VALUE_EDGES or call is None or not call.answers
                                   or (kind == E_REF and self._ordering_key(current, call, callee))):
@@ -1426,7 +1435,7 @@ class ProjectModel:
         interactive = [n for n, e in self.entries.items() if e.kind == INTERACTIVE and n not in self._declared]
         memo = getattr(self, "_interactive_set", None)
         if memo is None:
-            memo = self._interactive_set = self._reach(interactive, through_cached=False)[0]
+            memo = self._interactive_set = self._reach(interactive, through_cached=False, entries=True)[0]
         return node_id in memo
 
     def _streaming_paths(self) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
@@ -1457,7 +1466,7 @@ class ProjectModel:
         frameworks = self.knowledge.streaming_frameworks
         seeds = [n for n, entry in self.entries.items() if n not in self._declared and entry.kind == INTERACTIVE
                  and (entry.framework in frameworks or entry.route.startswith("WEBSOCKET ") or n in reaching)]
-        return self._reach(seeds, through_cached=False, answering=True)
+        return self._reach(seeds, through_cached=False, answering=True, entries=True)
 
     def _builds_stream(self, node_id: int, call: Call, table) -> bool:
         entry = table.match(self.qualified(node_id, call.ref))
@@ -1497,6 +1506,99 @@ class ProjectModel:
                  and node.path not in self.test_modules and not self._is_test_function(node)]
         reached, parent = self._reach(seeds, skip=E_HANDED, through_cached=False)
         return reached - self._serving - self._once, parent
+
+    def _declared_entries(self, control_plane) -> set[int]:
+        """Entry points declared control plane, and those serving developer tooling (entrypoints.yaml)."""
+        return {n for n, entry in self.entries.items()
+                if self.knowledge.dev_tooling(self.layout.relative(self.nodes[n].path), self.nodes[n].label,
+                                              entry.route)
+                or (control_plane is not None and control_plane(self.nodes[n].path, self.nodes[n].label))}
+
+    def _serve_queues(self) -> bool:
+        """Makes each coroutine that takes requests off a queue which a serving path fills an entry point of its
+        own, from its `get` on (entrypoints.yaml `handoffs`: a chat bot's message bus); whether any was made.
+        A consumer may fill another queue in turn (the replies' outbound bus): repeated until none is new."""
+        puts, gets = self._queue_ends()
+        served: set[tuple] = set()
+        added = False
+        while True:
+            reached = self._reach([n for n in self.entries if n not in self._declared], through_cached=False,
+                                  entries=True)[0]
+            fed = [key for key, producers in puts.items() if key not in served and key in gets and producers & reached]
+            if not fed:
+                return added
+            for key in fed:
+                served.add(key)
+                producer = self.nodes[min(puts[key] & reached)]
+                for consumer, line in sorted(gets[key], key=lambda site: site[1]):
+                    if consumer not in self.entries:
+                        self.entries[consumer] = Entry(consumer, QUEUE_FRAMEWORK, INTERACTIVE,
+                                                       route=f"queue put by {producer.label}")
+                        self._after[consumer] = line
+                        added = True
+
+    def _queue_ends(self) -> tuple[dict[tuple, set[int]], dict[tuple, list[tuple[int, int]]]]:
+        """The queues of entrypoints.yaml `handoffs` kept where several functions reach them (an attribute, a
+        module-level name): queue -> the functions putting into it; queue -> (a coroutine taking from it, the
+        line of that `get`, or of its call of a method returning the `get`)."""
+        knowledge = self.knowledge
+        puts: dict[tuple, set[int]] = {}
+        gets: dict[tuple, list[tuple[int, int]]] = {}
+        if not knowledge.handoff_puts or not knowledge.handoff_gets:
+            return puts, gets
+        methods = knowledge.handoff_puts.last_names() | knowledge.handoff_gets.last_names()
+        named = not any("*" in method for method in methods)  # (else any call may be one)
+        for node in self.nodes:
+            if node.path in self.test_modules:
+                continue
+            for call in node.function.calls:
+                if call.kind not in (CALL, AWAIT) or (named and call.text.rsplit(".", 1)[-1] not in methods):
+                    continue
+                qualified = self.qualified(node.id, call.ref)
+                if qualified is None:
+                    continue
+                put = knowledge.handoff_puts.match(qualified)
+                if not put and not (node.function.is_async and knowledge.handoff_gets.match(qualified)):
+                    continue
+                key = self._queue_key(node, call)
+                if key is None:
+                    continue
+                if put:
+                    puts.setdefault(key, set()).add(node.id)
+                    continue
+                sites = gets.setdefault(key, [])
+                sites.append((node.id, call.line))
+                if call.answers:  # `return await self.inbound.get()`: its callers take the item
+                    sites.extend((caller, site.line) for caller, kind, site in self._caller_map().get(node.id, ())
+                                 if site is not None and kind in (E_CALL, E_AWAIT)
+                                 and self.nodes[caller].function.is_async)
+        return puts, gets
+
+    def _queue_key(self, node: Node, call: Call) -> tuple | None:
+        """Which queue a call of `<queue>.put` or `.get` reaches, by where it is kept: ("attribute", the class that
+        sets it, name) or ("module", path, name); None for a local or a parameter (not shared by its ref)."""
+        name, _, method = call.text.partition(".")
+        value = node.module.bindings.get(name) if method and "." not in method else None
+        if value is not None and value.endswith(CALLED) and call.ref == f"{value}.{method}":
+            return ("module", node.path, name)  # a queue made here (the index reads the name as the value it holds)
+        root, _, rest = (call.ref or "").partition(":")
+        tokens = _tokens(rest)
+        if root not in ("S", "C", "M", "I") and not (root.startswith("R") and root[1:].isdigit()):
+            return None
+        if len(tokens) < 2 or tokens[-2] == CALLED or tokens[-2].startswith("["):
+            return None
+        name, holder = tokens[-2], tokens[:-2]
+        if root == "M" and not holder:
+            return ("module", node.path, name)
+        target = self.resolve(node.id, f"{root}:{_joined(holder)}") if holder or root in ("S", "C") else None
+        if target is None:
+            return None
+        if target.kind == "module":
+            return ("module", target.path, name)
+        if target.kind in ("instance", "class"):
+            found = self._attribute(target.klass, name)
+            return ("attribute", found[1] if found is not None else target.klass, name)
+        return None
 
     def _is_setup(self, node_id: int) -> bool:
         return self.setup_functions.match(self.nodes[node_id].function.name) is not None
@@ -1724,6 +1826,14 @@ def _route(decorator: str, path: str) -> str:
 def _any_of(patterns) -> re.Pattern:
     """One regular expression matching what any of the glob `patterns` matches (`fnmatch.fnmatchcase`)."""
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
+
+
+def _joined(tokens: list[str]) -> str:
+    """The reference text `_tokens` splits: ["a", "b", "()", "c"] -> `a.b().c`."""
+    out = ""
+    for token in tokens:
+        out += token if token == CALLED or token.startswith("[") else (f".{token}" if out else token)
+    return out
 
 
 def _tokens(dotted: str) -> list[str]:
