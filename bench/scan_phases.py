@@ -25,8 +25,8 @@ sys.path.insert(0, str(REPO))
 import libcst as cst
 
 from llmdoctor.scan import engine, positions, visitor
-from llmdoctor.scan.project import index, link
 from llmdoctor.scan.parallel import ScanExecutor
+from llmdoctor.scan.project import index, link
 from llmdoctor.scan.runner import ScanOptions, run_scan
 
 PHASES = {
