@@ -165,3 +165,22 @@ def test_a_returned_tuple_is_read_item_by_item_and_a_none_says_nothing_of_its_it
     assert functions["Registry.pair"].returns_items == [None, None]
     again = ModuleIndex.from_json(json.loads(json.dumps(index.to_json())))
     assert again.to_json() == index.to_json()
+
+
+def test_an_attribute_annotated_in_a_method_has_the_declared_type():
+    """`self._collection: chromadb.Collection | None = None` in `__init__`, set elsewhere from a client call
+    (holdout22's agent-brain-rag): the annotation declares the attribute's type, as a class-level one does."""
+    source = textwrap.dedent('''
+        import chromadb
+
+        class Store:
+            def __init__(self):
+                self._client = chromadb.PersistentClient(path="index")
+                self._collection: chromadb.Collection | None = None
+
+            def initialize(self):
+                self._collection = self._client.get_or_create_collection("docs")
+        ''')
+    index = index_module(source, ast.parse(source))
+    (store,) = index.classes
+    assert store.attributes["_collection"] == "I:chromadb.Collection()"  # an instance of it

@@ -1401,6 +1401,26 @@ def test_a_queue_added_in_rules_dir_hands_requests_to_its_consumer(cli, tmp_path
     assert [(f["path"], f["line"]) for f in extended["findings"] if f["rule"] == "LLM004"] == [("app/agent.py", 16)]
 
 
+def test_a_chroma_collection_blocks_and_its_result_dict_does_not(tmp_path):
+    """chromadb's sync collection reads its store on the loop (rules/llm004.yaml); the dict its `get` returns is
+    no store (`results.get("ids")`), and a collection the client makes is a `chromadb.Collection`
+    (rules/common.yaml `library_results`)."""
+    root = write(tmp_path, {"app.py": """
+        import chromadb
+        from fastapi import FastAPI
+        app = FastAPI()
+        client = chromadb.PersistentClient(path="index")
+
+        @app.get("/ids")
+        async def ids(source: str):
+            collection = client.get_or_create_collection("docs")
+            results = collection.get(where={"source": source}, include=[])
+            return results.get("ids", [])
+        """})
+    assert [(f.line, f.message.split("`")[1]) for f in scan(root) if f.rule == "LLM004"] == [
+        (9, "chromadb.PersistentClient.get_or_create_collection()"), (10, "chromadb.Collection.get()")]
+
+
 SEARCH = """
     import aiohttp
     from fastapi import FastAPI

@@ -376,7 +376,7 @@ class _Reader:
         self.imported_names: set[str] = set()  # module-level names an import binds
         self._returns_seen: dict[str, int] = {}
         self._attribute_values: dict[tuple[str, str], set[str]] = {}  # (class, attribute) -> values known
-        self._declared_attributes: dict[tuple[str, str], str] = {}  # (class, attribute) -> its class-level type
+        self._declared_attributes: dict[tuple[str, str], str] = {}  # (class, attribute) -> its declared type
         self._flags_set: dict[tuple[str, str], set[str]] = {}  # (class, attribute) -> the methods setting it True
         # after `if self._loaded: return`: (class, attribute, function, the calls of the rest of the block)
         self._flag_guarded: list[tuple[str, str, str, list[Call]]] = []
@@ -691,6 +691,8 @@ class _Reader:
             value = self.annotation_ref(node.annotation)
             if value is None or value.startswith(_TYPING_REFS):
                 value = self.value_ref(node.value) if node.value is not None else None
+            elif type(node.target) is ast.Attribute:
+                self._declare_attribute(node.target, value)
             self.assign(node.target, value, annotated=True)
             if node.value is not None:
                 self._note_platform_name(node.target, node.value)
@@ -911,6 +913,14 @@ class _Reader:
         built = {_from_constructor(v) for v in seen}
         plain = next(iter(built)) if len(built) == 1 else None
         klass.attributes[name] = plain if plain in seen else self._declared_attributes.get((klass.key, name))
+
+    def _declare_attribute(self, target: ast.Attribute, declared: str) -> None:
+        """`self._collection: chromadb.Collection | None = None` in a method declares the attribute's type for the
+        class, as a class-level annotation does: the type the other assignments of it must have."""
+        klass = self._method_class() if type(target.value) is ast.Name and \
+            self.lookup(target.value.id)[1] in ("S:", "C:") else None
+        if klass is not None:
+            self._declared_attributes.setdefault((klass.key, target.attr), declared)
 
     def _note_assigned_callable(self, target: ast.Attribute, value: str | None) -> None:
         """`application.post_init = self._post_init`: kept as an ASSIGNED call of the attribute with the value."""
