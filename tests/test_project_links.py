@@ -1401,6 +1401,60 @@ def test_a_queue_added_in_rules_dir_hands_requests_to_its_consumer(cli, tmp_path
     assert [(f["path"], f["line"]) for f in extended["findings"] if f["rule"] == "LLM004"] == [("app/agent.py", 16)]
 
 
+def test_a_name_either_branch_binds_holds_either_value(tmp_path):
+    """`if provider == "openai": p = OpenAIProvider() / else: p = GroqProvider()` (holdout22's nanobot
+    transcription, gpt-researcher's image providers): after the `if`, `p.transcribe()` is either class's, as a type
+    checker joins the branches; a branch that returns says nothing of what follows; a sync client of either
+    branch blocks where both do."""
+    root = write(tmp_path, {"app.py": """
+        import anthropic
+        import httpx
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        class OpenAIProvider:
+            async def transcribe(self, path):
+                async with httpx.AsyncClient() as client:
+                    return await client.post("https://api.openai.com/v1/audio", timeout=30)
+
+        class GroqProvider:
+            async def transcribe(self, path):
+                with open(path, "rb") as f:
+                    return f.read()
+
+        class LocalProvider:
+            async def transcribe(self, path):
+                with open(path + ".txt") as f:
+                    return f.read()
+
+        @app.post("/voice")
+        async def voice(path: str, name: str):
+            if name == "openai":
+                provider = OpenAIProvider()
+            elif name == "local":
+                provider = LocalProvider()
+                return "offline"
+            else:
+                provider = GroqProvider()
+            return await provider.transcribe(path)
+
+        def ask(vertex, text):
+            if vertex:
+                client = anthropic.AnthropicVertex()
+            else:
+                client = anthropic.Anthropic()
+            return client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": text}])
+
+        @app.post("/ask")
+        async def ask_route(text: str):
+            return ask(False, text)
+        """})
+    assert [(f.line, f.rule, f.extra["context"]) for f in scan(root)] == [
+        (9, "LLM003", "serving"), (14, "LLM004", "serving"),
+        (19, "LLM004", "unknown"),  # the branch that binds LocalProvider returns: no request reaches it
+        (35, "LLM003", "serving"), (37, "LLM003", "serving"), (42, "LLM004", "serving")]
+
+
 def test_a_chroma_collection_blocks_and_its_result_dict_does_not(tmp_path):
     """chromadb's sync collection reads its store on the loop (rules/llm004.yaml); the dict its `get` returns is
     no store (`results.get("ids")`), and a collection the client makes is a `chromadb.Collection`

@@ -65,6 +65,8 @@ _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # statements that lea
 IN_CONTAINER = "[]"  # an argument position's suffix: the reference is an element of a tuple/list passed there
 PARAMETER = "P:"  # through an unannotated parameter of the enclosing function: "P:<parameter>.<attribute>..."
 CONTAINER = "A:"  # a container literal's reference: "A:{<member>|<member>}", an element is one of the members
+EITHER = "E:"  # what one of two branches bound: "E:{<member>|<member>}", the value is one of the members
+MAX_EITHER = 4
 _MISSING = object()
 MAX_MEMBERS = 32  # a longer literal is data, not a table of implementations
 # class-level field declarations whose call says nothing of the value (pydantic, dataclasses, attrs, SQLModel)
@@ -968,6 +970,7 @@ class _Reader:
         known = self.scope.types
         before = {name: known.get(name) for name in narrowed}
         known.update(narrowed)
+        before_if = dict(self.scope.bindings)
         self.block(node.body)
         for name, types in before.items():
             if types is None:
@@ -977,7 +980,21 @@ class _Reader:
         del self.guards[len(self.guards) - len(switches):]
         self.lazy_depth -= guarded
         self.memo_depth -= kept
+        scope = self.scope
+        if scope.kind != "function" or not node.orelse:
+            self.block(node.orelse)
+            return
+        # `if openai: provider = OpenAIProvider() / else: provider = GroqProvider()`: after the `if`, the name holds
+        # what either branch bound, as a type checker joins the branches (a branch that leaves says nothing)
+        after_body, scope.bindings = scope.bindings, before_if
         self.block(node.orelse)
+        if type(node.body[-1]) in _EXITS:
+            return
+        if type(node.orelse[-1]) in _EXITS:
+            scope.bindings = after_body
+            return
+        for name in after_body.keys() | scope.bindings.keys():
+            scope.bindings[name] = _either(after_body.get(name), scope.bindings.get(name))
 
     def platform_test(self, test: ast.expr) -> bool | None:
         """Whether a platform test holds where the code runs (`sys.platform == "win32"`, `os.name != "nt"`,
@@ -1790,6 +1807,25 @@ def _catches(names: ast.expr | None, exception: str) -> bool:
     """An `except` clause naming `exception` (alone or in a tuple)."""
     listed = names.elts if type(names) is ast.Tuple else [names] if names is not None else []
     return any(_text(name).rsplit(".", 1)[-1] == exception for name in listed)
+
+
+def _either(first: str | None, second: str | None) -> str | None:
+    """What a name holds after two branches bound it to `first` and `second`: the one value, or either of a few
+    ("E:{<member>|<member>}", as a container's element is one of its members); None when either is unknown."""
+    if first == second:
+        return first
+    if first is None or second is None:
+        return None
+    members = sorted({*_members_of(first), *_members_of(second)})
+    if len(members) > MAX_EITHER or any(("{" in m or "}" in m or "|" in m) for m in members):
+        return None
+    return EITHER + "{" + "|".join(members) + "}"
+
+
+def _members_of(ref: str) -> list[str]:
+    if ref.startswith(EITHER) and ref.endswith("}"):
+        return ref[len(EITHER) + 1:-1].split("|")
+    return [ref]
 
 
 def _text_target(node: ast.expr) -> str:

@@ -29,6 +29,7 @@ from llmdoctor.scan.project.index import (
     AWAIT,
     CALL,
     CONTAINER,
+    EITHER,
     IN_CONTAINER,
     LAMBDA,
     MODULE_KEY,
@@ -418,10 +419,14 @@ class ProjectModel:
         """The library call `call` makes, when it blocks (not a lazy one-time initialisation)."""
         if call.kind != CALL or call.lazy:
             return None
-        qualified = self.qualified(node_id, call.ref)
-        if qualified is None:
+        target = self.resolve(node_id, call.ref)
+        if target is not None and target.kind == "any" and all(m.kind == "library" for m in target.members):
+            # a client one of two branches built (`Anthropic()` or `AnthropicVertex()`): blocks if each one does
+            found = [self._classify(member.name, call) for member in target.members]
+            return found[0] if all(found) else None
+        if target is None or target.kind != "library":
             return None
-        return self._classify(qualified, call)
+        return self._classify(target.name, call)
 
     def blocking_chain(self, node_id: int) -> list[tuple[int, Call, Blocking]] | None:
         """For a sync function that blocks: the calls from it to the blocking library call (node, call site,
@@ -1059,12 +1064,14 @@ class ProjectModel:
         if depth > MAX_RESOLVE_DEPTH:
             return None
         root, _, rest = ref.partition(":")
-        if root + ":" == CONTAINER:
+        if root + ":" in (CONTAINER, EITHER):
             close = rest.find("}")
             if not rest.startswith("{") or close < 0:
                 return None
             members = [self._resolve(node, member, depth + 1) for member in rest[1:close].split("|")]
             found = _one_of(members)
+            if root + ":" == EITHER:  # the value is one of them
+                return self._walk(found, _tokens(rest[close + 1:]), depth)
             container = Target("items", members=found.members if found.kind == "any" else (found,)) if found else None
             return self._walk(container, _tokens(rest[close + 1:]), depth)
         tokens = _TOKENS.get(rest)
@@ -1519,6 +1526,8 @@ class ProjectModel:
         own, from its `get` on (entrypoints.yaml `handoffs`: a chat bot's message bus); whether any was made.
         A consumer may fill another queue in turn (the replies' outbound bus): repeated until none is new."""
         puts, gets = self._queue_ends()
+        if not puts.keys() & gets.keys():
+            return False
         served: set[tuple] = set()
         added = False
         while True:
