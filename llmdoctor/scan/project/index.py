@@ -970,7 +970,8 @@ class _Reader:
         known = self.scope.types
         before = {name: known.get(name) for name in narrowed}
         known.update(narrowed)
-        before_if = dict(self.scope.bindings)
+        joins = self.scope.kind == "function" and bool(node.orelse)  # (below: what either branch binds)
+        before_if = dict(self.scope.bindings) if joins else None
         self.block(node.body)
         for name, types in before.items():
             if types is None:
@@ -981,7 +982,7 @@ class _Reader:
         self.lazy_depth -= guarded
         self.memo_depth -= kept
         scope = self.scope
-        if scope.kind != "function" or not node.orelse:
+        if not joins:
             self.block(node.orelse)
             return
         # `if openai: provider = OpenAIProvider() / else: provider = GroqProvider()`: after the `if`, the name holds

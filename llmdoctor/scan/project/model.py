@@ -1553,35 +1553,35 @@ class ProjectModel:
         knowledge = self.knowledge
         puts: dict[tuple, set[int]] = {}
         gets: dict[tuple, list[tuple[int, int]]] = {}
-        if not knowledge.handoff_puts or not knowledge.handoff_gets:
+        for node, call in self._queue_calls(knowledge.handoff_puts, async_only=False):
+            puts.setdefault(self._queue_key(node, call), set()).add(node.id)
+        puts.pop(None, None)
+        if not puts:  # (a `get` is as common as a dict's: looked for only where something is put)
             return puts, gets
-        methods = knowledge.handoff_puts.last_names() | knowledge.handoff_gets.last_names()
+        for node, call in self._queue_calls(knowledge.handoff_gets, async_only=True):
+            key = self._queue_key(node, call)
+            if key not in puts:
+                continue
+            sites = gets.setdefault(key, [])
+            sites.append((node.id, call.line))
+            if call.answers:  # `return await self.inbound.get()`: its callers take the item
+                sites.extend((caller, site.line) for caller, kind, site in self._caller_map().get(node.id, ())
+                             if site is not None and kind in (E_CALL, E_AWAIT) and self.nodes[caller].function.is_async)
+        return puts, gets
+
+    def _queue_calls(self, patterns, async_only: bool):
+        """(node, call) for each call outside the tests that `patterns` names (in a coroutine, with `async_only`)."""
+        if not patterns:
+            return
+        methods = patterns.last_names()
         named = not any("*" in method for method in methods)  # (else any call may be one)
         for node in self.nodes:
-            if node.path in self.test_modules:
+            if node.path in self.test_modules or (async_only and not node.function.is_async):
                 continue
             for call in node.function.calls:
-                if call.kind not in (CALL, AWAIT) or (named and call.text.rsplit(".", 1)[-1] not in methods):
-                    continue
-                qualified = self.qualified(node.id, call.ref)
-                if qualified is None:
-                    continue
-                put = knowledge.handoff_puts.match(qualified)
-                if not put and not (node.function.is_async and knowledge.handoff_gets.match(qualified)):
-                    continue
-                key = self._queue_key(node, call)
-                if key is None:
-                    continue
-                if put:
-                    puts.setdefault(key, set()).add(node.id)
-                    continue
-                sites = gets.setdefault(key, [])
-                sites.append((node.id, call.line))
-                if call.answers:  # `return await self.inbound.get()`: its callers take the item
-                    sites.extend((caller, site.line) for caller, kind, site in self._caller_map().get(node.id, ())
-                                 if site is not None and kind in (E_CALL, E_AWAIT)
-                                 and self.nodes[caller].function.is_async)
-        return puts, gets
+                if call.kind in (CALL, AWAIT) and (not named or call.text.rsplit(".", 1)[-1] in methods) \
+                        and patterns.match(self.qualified(node.id, call.ref)):
+                    yield node, call
 
     def _queue_key(self, node: Node, call: Call) -> tuple | None:
         """Which queue a call of `<queue>.put` or `.get` reaches, by where it is kept: ("attribute", the class that
