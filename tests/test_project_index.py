@@ -184,3 +184,33 @@ def test_an_attribute_annotated_in_a_method_has_the_declared_type():
     index = index_module(source, ast.parse(source))
     (store,) = index.classes
     assert store.attributes["_collection"] == "I:chromadb.Collection()"  # an instance of it
+
+
+def test_a_property_getter_is_an_accessor_and_its_setter_is_not_the_method():
+    source = textwrap.dedent('''
+        import functools
+
+        class Session:
+            @property
+            def history(self):
+                return self.transcript.read()
+
+            @history.setter
+            def history(self, value):
+                self.transcript.write(value)
+
+            @functools.cached_property
+            def client(self):
+                return make_client()
+
+            def save(self):
+                pass
+        ''')
+    index = index_module(source, ast.parse(source))
+    accessors = {f.key: f.accessor for f in index.functions if f.key}
+    assert accessors == {"Session.history": True, "Session.history#2": False, "Session.client": True,
+                         "Session.save": False}
+    (session,) = index.classes
+    assert session.methods["history"] == "Session.history"  # the getter, not the setter
+    again = ModuleIndex.from_json(json.loads(json.dumps(index.to_json())))
+    assert again.to_json() == index.to_json()

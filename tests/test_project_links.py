@@ -1455,6 +1455,92 @@ def test_a_name_either_branch_binds_holds_either_value(tmp_path):
         (35, "LLM003", "serving"), (37, "LLM003", "serving"), (42, "LLM004", "serving")]
 
 
+def test_a_project_wrapper_running_a_coroutine_on_its_own_loop_is_a_runner(tmp_path):
+    """A Celery task's sync wrapper (holdout23's gabay: `run_async(generate_brief(user))` with `def run_async(coro):
+    return asyncio.get_event_loop().run_until_complete(coro)`) runs the coroutine as `asyncio.run` would: on a
+    loop of its own, where a blocking call stalls no one else (reported with --every-context only)."""
+    root = write(tmp_path, {"tasks.py": """
+        import asyncio
+        from celery import Celery
+        app = Celery("worker")
+
+        def run_async(coro):
+            try:
+                return asyncio.get_event_loop().run_until_complete(coro)
+            except RuntimeError:
+                return asyncio.new_event_loop().run_until_complete(coro)
+
+        async def brief(user):
+            with open(f"{user}.txt") as notes:
+                return notes.read()
+
+        @app.task
+        def process_brief(user):
+            return run_async(brief(user))
+
+        @app.task
+        def process_keyword(user):
+            return run_async(coro=brief(user))
+        """})
+    assert found(scan(root)) == []
+    assert [(f.line, f.extra["context"]) for f in scan(root, every_context=True)] == [(13, "worker")]
+
+
+def test_reading_a_property_runs_its_getter(tmp_path):
+    """squidbot's `Session.history` reads the whole transcript, llama-stack's `OllamaInferenceAdapter.client` builds
+    a client on every access (holdout21, holdout3): reading the property calls the getter, there and then, whether
+    the call it is read in is awaited or not; what the getter returns types what follows (`self.client.generate`);
+    a `cached_property` runs once per object."""
+    root = write(tmp_path, {"app.py": """
+        import functools
+        import json
+        from fastapi import FastAPI
+        from ollama import AsyncClient
+        app = FastAPI()
+
+        class Session:
+            def __init__(self, path: str):
+                self.path = path
+
+            @property
+            def history(self) -> list:
+                with open(self.path) as transcript:
+                    return [json.loads(line) for line in transcript]
+
+            @functools.cached_property
+            def persona(self) -> str:
+                with open("persona.md") as persona:
+                    return persona.read()
+
+        class Adapter:
+            def __init__(self, url: str):
+                self.url = url
+
+            @property
+            def client(self) -> AsyncClient:
+                return AsyncClient(host=self.url)
+
+            async def generate(self, prompt):
+                return await self.client.generate(model="m", prompt=prompt)
+
+        adapter = Adapter("http://ollama:11434")
+
+        async def run_agent(text, history, persona):
+            return await adapter.generate(text)
+
+        @app.post("/chat")
+        async def chat(text: str):
+            session = Session("s.jsonl")
+            return await run_agent(text, session.history, session.persona)
+        """})
+    findings = scan(root)
+    assert [(f.line, f.rule, f.extra["context"]) for f in findings] == [
+        (28, "LLM003", "serving"), (41, "LLM004", "serving")]
+    read = findings[1]
+    assert read.message.startswith("reading the property `history` blocks the event loop inside `async def chat`")
+    assert [step["function"] for step in read.extra["via"]] == ["chat", "Session.history"]
+
+
 def test_a_chroma_collection_blocks_and_its_result_dict_does_not(tmp_path):
     """chromadb's sync collection reads its store on the loop (rules/llm004.yaml); the dict its `get` returns is
     no store (`results.get("ids")`), and a collection the client makes is a `chromadb.Collection`

@@ -39,7 +39,8 @@ def interface_digest(index: ModuleIndex) -> str:
     parts = [
         index.bindings, index.imports, index.main_block,
         [[f.key, f.name, f.is_async, f.owner, f.static, f.parent, f.returns, f.returns_items, f.generator,
-          f.switches, f.switch_attributes, f.registers, f.abstract, f.parameters, f.runs, f.declared]
+          f.switches, f.switch_attributes, f.registers, f.abstract, f.parameters, f.runs, f.declared,
+          f.accessor, f.runs_coroutine]
          for f in index.functions],
         # a class's decorators may register it in another module's container (ProjectModel._registries)
         [[c.key, c.name, [list(b) for b in c.bases], c.attributes, c.methods, [d.to_json() for d in c.decorators]]

@@ -178,17 +178,21 @@ class Function:
     # the instance its return annotation names (`def upload_path(file_id) -> Path`): the model takes it where its
     # `return`s say nothing, for a library type or a project class nothing derives from
     declared: str | None = None
+    accessor: bool = False  # a property's getter (`@property`, `@cached_property`): reading the attribute runs it
+    # the parameters it hands to a runner that runs a coroutine on a loop of its own (`loop.run_until_complete(coro)`,
+    # `asyncio.run(coro)`: entrypoints.yaml's `in_caller` registrations): `run_async(brief())` runs `brief` there
+    runs_coroutine: list[str] = field(default_factory=list)
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
                 self.returns_items, self.generator, self.switches, self.switch_attributes, self.registers,
-                self.abstract, self.parameters, self.runs, self.declared]
+                self.abstract, self.parameters, self.runs, self.declared, self.accessor, self.runs_coroutine]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
         (key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches,
-         switch_attributes, registers, abstract, parameters, runs, declared) = data
+         switch_attributes, registers, abstract, parameters, runs, declared, accessor, runs_coroutine) = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns, declared) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
@@ -200,12 +204,14 @@ class Function:
                                                   for k, v in switch_attributes.items()))
                 and type(registers) is list and set(map(type, registers)) <= _STR and type(abstract) is bool
                 and type(parameters) is list and _only_strings(parameters)
-                and type(runs) is list and _only_strings(runs)):
+                and type(runs) is list and _only_strings(runs) and type(accessor) is bool
+                and type(runs_coroutine) is list and _only_strings(runs_coroutine)):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
                    [Call.from_json(c) for c in calls], returns, items, generator,
                    {k: list(v) for k, v in switches.items()},
-                   dict(switch_attributes), list(registers), abstract, list(parameters), list(runs), declared)
+                   dict(switch_attributes), list(registers), abstract, list(parameters), list(runs), declared,
+                   accessor, list(runs_coroutine))
 
 
 @dataclass(slots=True)
@@ -278,6 +284,7 @@ class ModuleIndex:
 
 
 _MAX = 2**31
+ACCESSOR_DECORATORS = frozenset({"property", "cached_property"})  # (`functools.cached_property` by its last name)
 _NONE_RETURNED = "None"  # (while a function is read) a returned tuple's item that is the literal None
 # the types of a call's fields as `Call.to_json` writes them (`literal` and `mode` may be None)
 _CALL_SHAPES = frozenset(
@@ -1250,6 +1257,7 @@ class _Reader:
             function.owner = outer.klass.key
             function.static = "staticmethod" in names
             function.abstract = "abstractmethod" in names or _no_body(node.body)
+            function.accessor = not names.isdisjoint(ACCESSOR_DECORATORS)
             outer.klass.methods.setdefault(node.name, key)
         elif outer.kind == "function":
             function.parent = outer.function.key
@@ -1480,6 +1488,11 @@ class _Reader:
             if type(receiver) is ast.Call and receiver.args and type(receiver.args[0]) is ast.Constant \
                     and isinstance(receiver.args[0].value, str):
                 literal = receiver.args[0].value[:200]
+        if args and args[0][0] == "0" and args[0][1].startswith(PARAMETER) and "." not in args[0][1] \
+                and self.interest is not None and self.interest.runs_coroutine(ref):
+            name = args[0][1][len(PARAMETER):]  # `loop.run_until_complete(coro)` with the parameter `coro`
+            if name not in function.runs_coroutine:
+                function.runs_coroutine.append(name)
         line, col, end_line, end_col = self.span(node)
         shipped = self._shipped(node.args[0] if node.args else None) or (
             type(node.func) is ast.Attribute and self._shipped(node.func.value))

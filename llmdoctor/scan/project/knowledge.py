@@ -167,6 +167,13 @@ class Interest:
     replies: frozenset[str] = frozenset()  # the methods that hand the reader an answer (entrypoints.yaml `replies`)
     # the keywords that hand a generation call its prompt (the SDK tables' `payload_kwargs`: `messages`, `prompt`)
     prompt_keywords: frozenset[str] = frozenset()
+    # the calls that run the coroutine they are handed on a loop of their own (`asyncio.run`, `*.run_until_complete`)
+    runners: Patterns | None = None
+
+    def runs_coroutine(self, ref: str | None) -> bool:
+        """Whether a library call (`I:asyncio.new_event_loop().run_until_complete`) is one of `runners`."""
+        return bool(ref) and ref.startswith("I:") and self.runners is not None \
+            and self.runners.match(ref[2:].replace("()", ""))
 
     def keeps(self, ref: str) -> bool:
         if ref.startswith("B:"):
@@ -197,8 +204,11 @@ def index_interest(catalog) -> Interest:
         builtins = {name.split(".")[1] for name in names if name.startswith("builtins.") and "." in name}
         prompts = frozenset(keyword for method in sdk_knowledge(catalog).calls.values()
                             if method.kind == "generation" for keyword in method.payload_kwargs)
+        runners = Patterns(name for registration in knowledge.once_registrations
+                           if registration.in_caller and registration.loop is None and registration.argument == 0
+                           for name in (*registration.calls.exact, *registration.calls.globs))
         found = catalog.memo["index-interest"] = Interest(frozenset(roots), frozenset(builtins),
-                                                          knowledge.reply_methods, prompts)
+                                                          knowledge.reply_methods, prompts, runners)
     return found
 
 

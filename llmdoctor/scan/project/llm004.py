@@ -34,9 +34,13 @@ class BlockingCallInAsync(ProjectRule):
                 continue
             alone = model.on_private_loop(node.id)  # nothing else waits on its loop: only with --every-context
             for call in function.calls:
+                lines = (call.line, call.stmt_line)
+                read = self._read_blocking(node, call) if not call.lazy else None
+                if read is not None:  # `await run(text, session.history)`: the getter runs here, awaited or not
+                    yield self._where(self._through(shown_path, node, call, read, read=True), alone), lines
+                    continue
                 if call.kind != 0 or call.lazy or model.is_offload(node.id, call):
                     continue
-                lines = (call.line, call.stmt_line)
                 blocking = model.blocking_call(node.id, call)
                 if blocking is not None:
                     yield self._where(self._direct(shown_path, function, blocking), alone), lines
@@ -49,6 +53,14 @@ class BlockingCallInAsync(ProjectRule):
                     if chain:
                         yield self._where(self._through(shown_path, node, call, chain), alone), lines
                         break
+
+    def _read_blocking(self, node, call):
+        """The blocking chain of the first property getter the call reads that blocks, else None."""
+        for getter in self.model.getters_read(node.id, call):
+            chain = self.model.blocking_chain_for(call, getter)
+            if chain:
+                return chain
+        return None
 
     @staticmethod
     def _where(finding: Finding, alone: bool) -> Finding:
@@ -94,7 +106,8 @@ class BlockingCallInAsync(ProjectRule):
             fix, function.key, blocking, autofix=blocking.autofix, call=f"{receiver.name}.{method.path}",
             sdk=receiver.table)
 
-    def _through(self, path: str, node, call, chain) -> Finding:
+    def _through(self, path: str, node, call, chain, read: bool = False) -> Finding:
+        """`read`: the chain starts at a property's getter the call reads (`session.history`), not at its callee."""
         model = self.model
         last_node, last_call, blocking = chain[-1]
         blocked = blocking.callee.removeprefix("builtins.")
@@ -118,6 +131,15 @@ class BlockingCallInAsync(ProjectRule):
                 f"step, and every coroutine waits for it",
                 f"collect it off the loop: `for item in await asyncio.to_thread(list, {shown}(...))`; or make it an "
                 f"async generator down to the blocking call ({instead})", node.function.key, blocking, autofix=None,
+                call=blocking.callee, via=via)
+        if read:
+            return self._finding(
+                path, call,
+                f"reading the property `{callee.function.name}` blocks the event loop inside `async def "
+                f"{node.function.name}`: its getter `{callee.label}` calls `{blocked}()` at {where}:{last_call.line}"
+                f"{through}, and every coroutine waits for it",
+                f"read it off the loop: `await asyncio.to_thread(lambda: obj.{callee.function.name})`; or make it an "
+                f"async method down to the blocking call ({instead})", node.function.key, blocking, autofix=None,
                 call=blocking.callee, via=via)
         return self._finding(
             path, call,

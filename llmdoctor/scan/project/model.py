@@ -226,6 +226,8 @@ class ProjectModel:
                 self.classes[(path, klass.key)] = klass
             if self._is_test_module(path, module):
                 self.test_modules.add(path)
+        # the names of the project's properties: reading one runs its getter (`getters_read`)
+        self._accessor_names = {f.name for module in modules.values() for f in module.functions if f.accessor}
         self.entries: dict[int, Entry] = {}
         self.once: set[int] = set()
         self._examples: dict[str, bool] = {}  # path -> under an example folder (_is_example)
@@ -788,6 +790,8 @@ class ProjectModel:
             if qualified is not None:
                 self._registrations(node, call, qualified)
             return
+        for getter in self.getters_read(node.id, call):
+            node.edges.append((getter, E_CALL, call))
         edge = _EDGE_OF_CALL.get(call.kind, E_CALL)
         for callee in self.callee_nodes(node.id, call):
             node.edges.append((callee, edge, call))
@@ -807,6 +811,7 @@ class ProjectModel:
             target = self.resolve(node.id, call.ref)
             library = target is not None and target.kind == "class"
             callees = [] if library else self.callee_nodes(node.id, call)
+            self._runs_on_own_loop(node, call, callees, registered)
         for position, ref in call.args:
             if ref in registered:
                 continue  # an entry point of its own, whatever its caller is
@@ -886,6 +891,23 @@ class ProjectModel:
                 for target in self._registered(node.id, call, registration, registered):
                     self._add_scheduled(target)
         return registered
+
+    def _runs_on_own_loop(self, node: Node, call: Call, callees: list[int], registered: set[str]) -> None:
+        """`run_async(brief(user))` with `def run_async(coro): return loop.run_until_complete(coro)` (a Celery
+        task's sync wrapper): a project function that runs the coroutine it is handed on a loop of its own
+        (`Function.runs_coroutine`) runs it as `asyncio.run(brief(user))` would, there and then."""
+        for callee in callees:
+            function = self.nodes[callee].function
+            for name in function.runs_coroutine:
+                if name not in function.parameters:
+                    continue
+                index = function.parameters.index(name)
+                positional = str(index) if "*" not in function.parameters[:index] else None
+                ref = next((ref for position, ref in call.args if position in (positional, name)), None)
+                target = self._argument_target(node.id, ref) if ref is not None and ref.endswith(CALLED) else None
+                if target is not None and target.kind == "function" and self.nodes[target.node].function.is_async:
+                    node.edges.append((target.node, E_RUN, call))
+                    registered.add(ref)
 
     def _handed_runner(self, node: Node, call: Call, registered: set[str]) -> None:
         """`pool.submit(asyncio.run, step())`, `loop.run_in_executor(None, asyncio.run, step())`: a runner handed
@@ -1121,7 +1143,7 @@ class ProjectModel:
             if tokens and tokens[0] != CALLED:  # `self.m()`: the object's own class decides, whatever subclass it is
                 method = self._method(klass, tokens[0])
                 if method is not None:
-                    return self._walk(Target("function", node=method), tokens[1:], depth)
+                    return self._walk(self._read(method), tokens[1:], depth)
             return self._walk(Target("instance" if root == "S" else "class", klass=klass), tokens, depth)
         if root == "B":
             return self._library(["builtins", *_leading_names(tokens)], tokens[len(_leading_names(tokens)):])
@@ -1241,14 +1263,43 @@ class ProjectModel:
             if self.nodes[method].function.abstract:  # the subclasses' own definitions run instead
                 overrides = self._overrides(klass, token)
                 if overrides:
-                    return _one_of([Target("function", node=n) for n in overrides])
-            return Target("function", node=method)
+                    return _one_of([self._read(n) for n in overrides])
+            return self._read(method)
         found = self._attribute(klass, token)
         if found is None:
             return None
         value, owner = found
         holder = self._class_context(owner)
         return self._resolve(self.nodes[holder], value, depth + 1) if holder is not None else None
+
+    def getters_read(self, node_id: int, call: Call) -> list[int]:
+        """The property getters a call runs as it reads its callee and arguments (`self.client.generate(...)` reads
+        `client`, `run(text, session.history)` reads `history`): each runs there and then, whether or not the call
+        is awaited."""
+        if not self._accessor_names:
+            return []
+        found: list[int] = []
+        for ref in (call.ref, *(ref for _, ref in call.args)):
+            root, _, rest = (ref or "").partition(":")
+            if not rest or root == "P" or root + ":" in (CONTAINER, EITHER):
+                continue
+            tokens = _TOKENS.get(rest)
+            if tokens is None:
+                tokens = _TOKENS[rest] = _tokens(rest)
+            for position, token in enumerate(tokens):
+                if token not in self._accessor_names or (not position and root not in ("S", "C")):
+                    continue
+                holder = self.resolve(node_id, f"{root}:{_joined(tokens[:position])}")
+                for member in (holder.members if holder is not None and holder.kind == "any" else (holder,)):
+                    if member is not None and member.kind == "instance":
+                        method = self._method(member.klass, token)
+                        if method is not None and self.nodes[method].function.accessor and method not in found:
+                            found.append(method)
+        return found
+
+    def _read(self, method: int) -> Target:
+        """What reading a method off an object gives: the method, or for a property what its getter returns."""
+        return Target("result", node=method) if self.nodes[method].function.accessor else Target("function", node=method)
 
     def _mixin_member(self, klass: tuple[str, str], token: str, depth: int) -> Target | None:
         """`self.runtime` in a mixin that has none of its own: the object is one of the project classes deriving
