@@ -1486,6 +1486,25 @@ def test_a_project_wrapper_running_a_coroutine_on_its_own_loop_is_a_runner(tmp_p
     assert [(f.line, f.extra["context"]) for f in scan(root, every_context=True)] == [(13, "worker")]
 
 
+def test_closing_enters_the_object_it_is_given(tmp_path):
+    """`with closing(db.cursor()) as cursor:` (holdout23's matrix-gptbot, every room setting read): the name is the
+    cursor itself, whose `execute` blocks."""
+    root = write(tmp_path, {"app.py": """
+        import sqlite3
+        from contextlib import closing
+        from fastapi import FastAPI
+        app = FastAPI()
+        db = sqlite3.connect("bot.db")
+
+        @app.get("/model")
+        async def model(room: str):
+            with closing(db.cursor()) as cursor:
+                cursor.execute("SELECT value FROM room_settings WHERE room_id = ?", (room,))
+                return cursor.fetchone()
+        """})
+    assert found(scan(root)) == [("app.py", 11, "LLM004")]
+
+
 def test_reading_a_property_runs_its_getter(tmp_path):
     """squidbot's `Session.history` reads the whole transcript, llama-stack's `OllamaInferenceAdapter.client` builds
     a client on every access (holdout21, holdout3): reading the property calls the getter, there and then, whether

@@ -537,6 +537,9 @@ class _Reader:
             return self.value_ref(expr.value)
         if kind is ast.Call and len(expr.args) == 2 and _text(expr.func).rsplit(".", 1)[-1] == "cast":
             return self.annotation_ref(expr.args[0])  # `typing.cast(Model, self.model)` holds a Model
+        if kind is ast.Call and len(expr.args) == 1 and not expr.keywords \
+                and _text(expr.func) in ("closing", "contextlib.closing", "nullcontext", "contextlib.nullcontext"):
+            return self.value_ref(expr.args[0])  # `with closing(db.cursor()) as cursor:` enters the cursor itself
         if kind is ast.Subscript and type(expr.slice) is ast.Tuple and expr.slice.elts \
                 and _text(expr.value).rsplit(".", 1)[-1] == "Annotated":
             return self.value_ref(expr.slice.elts[0])  # `DBSession = Annotated[Session, Depends(get_db)]`: the type
