@@ -123,28 +123,24 @@ class BlockingCallInAsync(ProjectRule):
         via = [{"path": self.show(node.path), "line": call.line, "function": node.function.name}]
         via += [{"path": self.show(model.nodes[step_node].path), "line": step_call.line,
                  "function": model.nodes[step_node].label} for step_node, step_call, _ in chain]
+        inside = f"blocks the event loop inside `async def {node.function.name}`"
+        reached = f"calls `{blocked}()` at {where}:{last_call.line}{through}"
         if call.iterated and callee.function.generator:  # each step of the `for` runs the generator's body here
-            return self._finding(
-                path, call,
-                f"iterating `{shown}()` blocks the event loop inside `async def {node.function.name}`: the "
-                f"generator `{callee.label}` calls `{blocked}()` at {where}:{last_call.line}{through} on every "
-                f"step, and every coroutine waits for it",
-                f"collect it off the loop: `for item in await asyncio.to_thread(list, {shown}(...))`; or make it an "
-                f"async generator down to the blocking call ({instead})", node.function.key, blocking, autofix=None,
-                call=blocking.callee, via=via)
-        if read:
-            return self._finding(
-                path, call,
-                f"reading the property `{callee.function.name}` blocks the event loop inside `async def "
-                f"{node.function.name}`: its getter `{callee.label}` calls `{blocked}()` at {where}:{last_call.line}"
-                f"{through}, and every coroutine waits for it",
-                f"read it off the loop: `await asyncio.to_thread(lambda: obj.{callee.function.name})`; or make it an "
-                f"async method down to the blocking call ({instead})", node.function.key, blocking, autofix=None,
-                call=blocking.callee, via=via)
-        return self._finding(
-            path, call,
-            f"`{shown}()` blocks the event loop inside `async def {node.function.name}`: `{callee.label}` "
-            f"calls `{blocked}()` at {where}:{last_call.line}{through}, and every coroutine waits for it",
-            f"await it off the loop: `await asyncio.to_thread({shown}, ...)`; or make the chain async down to the "
-            f"blocking call ({instead})", node.function.key, blocking, autofix="to_thread",  # the helper, off the loop
-            call=blocking.callee, via=via)
+            message = (f"iterating `{shown}()` {inside}: the generator `{callee.label}` {reached} on every step, and "
+                       f"every coroutine waits for it")
+            fix = (f"collect it off the loop: `for item in await asyncio.to_thread(list, {shown}(...))`; or make it "
+                   f"an async generator down to the blocking call ({instead})")
+            autofix = None
+        elif read:
+            message = (f"reading the property `{callee.function.name}` {inside}: its getter `{callee.label}` {reached}, "
+                       f"and every coroutine waits for it")
+            fix = (f"read it off the loop: `await asyncio.to_thread(lambda: obj.{callee.function.name})`; or make it an "
+                   f"async method down to the blocking call ({instead})")
+            autofix = None
+        else:
+            message = f"`{shown}()` {inside}: `{callee.label}` {reached}, and every coroutine waits for it"
+            fix = (f"await it off the loop: `await asyncio.to_thread({shown}, ...)`; or make the chain async down to "
+                   f"the blocking call ({instead})")
+            autofix = "to_thread"  # the helper, off the loop
+        return self._finding(path, call, message, fix, node.function.key, blocking, autofix=autofix,
+                             call=blocking.callee, via=via)
