@@ -1326,6 +1326,15 @@ def test_a_connection_event_added_in_rules_dir_is_a_start_up_hook(cli, tmp_path)
     assert sorted(f["line"] for f in extended["findings"]) == [18]
 
 
+def scans_without_and_with_rules_dir(cli, root: Path, tables: str) -> tuple[dict, dict]:
+    """The JSON reports of a scan of `root` as shipped and with `rules/mine.yaml` holding `tables`."""
+    (root / "rules").mkdir()
+    (root / "rules" / "mine.yaml").write_text("kind: tables\nname: mine\n" + tables)
+    plain = json.loads(cli("scan", "--no-cache", "--format", "json", ".", cwd=root).stdout)
+    extended = json.loads(cli("scan", "--no-cache", "--format", "json", "--rules-dir", "rules", ".", cwd=root).stdout)
+    return plain, extended
+
+
 def test_a_reply_method_added_in_rules_dir_gives_the_answer_back(cli, tmp_path):
     """`replies` is a table a team extends: a completion handed to the team's own push call reaches the reader,
     as one handed to `ws.send_text` does."""
@@ -1343,11 +1352,8 @@ def test_a_reply_method_added_in_rules_dir_gives_the_answer_back(cli, tmp_path):
             reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
             await hub.push_to_reader(ws, reply.choices[0].message.content)
         """})
-    (root / "rules").mkdir()
-    (root / "rules" / "mine.yaml").write_text("kind: tables\nname: mine\nentrypoints:\n  replies:\n"
-                                              "    methods: [push_to_reader]\n")
-    plain = json.loads(cli("scan", "--no-cache", "--format", "json", ".", cwd=root).stdout)
-    extended = json.loads(cli("scan", "--no-cache", "--format", "json", "--rules-dir", "rules", ".", cwd=root).stdout)
+    plain, extended = scans_without_and_with_rules_dir(cli, root, "entrypoints:\n  replies:\n"
+                                                                  "    methods: [push_to_reader]\n")
     assert [f["line"] for f in plain["findings"] if f["rule"] == "LLM001"] == []
     assert [f["line"] for f in extended["findings"] if f["rule"] == "LLM001"] == [12]
 
@@ -1392,11 +1398,8 @@ def test_a_queue_added_in_rules_dir_hands_requests_to_its_consumer(cli, tmp_path
     files = {name: text.replace("asyncio.Queue = asyncio.Queue()", "teamqueue.Queue = teamqueue.Queue()")
              .replace("import asyncio\n", "import asyncio\n        import teamqueue\n") for name, text in BUS.items()}
     root = write(tmp_path, files)
-    (root / "rules").mkdir()
-    (root / "rules" / "mine.yaml").write_text("kind: tables\nname: mine\nentrypoints:\n  handoffs:\n"
-                                              "    put: [teamqueue.Queue.put]\n    get: [teamqueue.Queue.get]\n")
-    plain = json.loads(cli("scan", "--no-cache", "--format", "json", ".", cwd=root).stdout)
-    extended = json.loads(cli("scan", "--no-cache", "--format", "json", "--rules-dir", "rules", ".", cwd=root).stdout)
+    plain, extended = scans_without_and_with_rules_dir(
+        cli, root, "entrypoints:\n  handoffs:\n    put: [teamqueue.Queue.put]\n    get: [teamqueue.Queue.get]\n")
     assert [f["line"] for f in plain["findings"] if f["rule"] == "LLM004"] == []
     assert [(f["path"], f["line"]) for f in extended["findings"] if f["rule"] == "LLM004"] == [("app/agent.py", 16)]
 
