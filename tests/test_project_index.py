@@ -214,3 +214,19 @@ def test_a_property_getter_is_an_accessor_and_its_setter_is_not_the_method():
     assert session.methods["history"] == "Session.history"  # the getter, not the setter
     again = ModuleIndex.from_json(json.loads(json.dumps(index.to_json())))
     assert again.to_json() == index.to_json()
+
+
+def test_a_cached_index_with_a_field_of_the_wrong_type_is_refused():
+    """The fields this round added to the cached index (`Call.answers`, `Function.accessor`, `runs_coroutine`):
+    an edited or corrupt cache entry holding another type is a ValueError (the cache then re-reads the file)."""
+    import pytest
+
+    source = "import asyncio\n\ndef run(coro):\n    return asyncio.run(coro)\n\nclass A:\n    @property\n" \
+             "    def p(self):\n        return run(None)\n"
+    good = index_module(source, ast.parse(source)).to_json()
+    assert ModuleIndex.from_json(json.loads(json.dumps(good))).to_json() == good
+    for function, position, bad in [(1, -1, "coro"), (2, -2, "yes"), (2, 8, [[*good["f"][2][8][0][:-1], "no"]])]:
+        data = json.loads(json.dumps(good))
+        data["f"][function][position] = bad
+        with pytest.raises((ValueError, TypeError)):
+            ModuleIndex.from_json(data)

@@ -1271,6 +1271,7 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  replies:\n    methods: send\n", "key 'entrypoints.replies.methods': must be a list"),
     ("entrypoints:\n  handoffs:\n    take: [mylib.Queue.get]\n", "unknown key 'take'"),
     ("entrypoints:\n  handoffs:\n    put: mylib.Queue.put\n", "key 'entrypoints.handoffs.put': must be a list"),
+    ("entrypoints:\n  handoffs:\n    get: [3]\n", "key 'entrypoints.handoffs.get'"),
     ("entrypoints:\n  dev_tooling:\n    route_segments: dev\n",
      "key 'entrypoints.dev_tooling.route_segments': must be a list"),
     ("tables:\n  setup_functions: [1]\n", "key 'tables.setup_functions[0]'"),

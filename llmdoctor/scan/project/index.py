@@ -565,11 +565,8 @@ class _Reader:
         """`[GithubProvider(), GoogleProvider()]`: a container whose elements are each one of those."""
         if len(elements) > MAX_MEMBERS:
             return None
-        members = sorted({self.value_ref(element) for element in elements if type(element) is not ast.Starred}
-                         - {None})
-        if not members or any(member.startswith(CONTAINER) or "|" in member or "}" in member for member in members):
-            return None
-        return CONTAINER + "{" + "|".join(members) + "}"
+        return _members_ref(CONTAINER, sorted(
+            {self.value_ref(element) for element in elements if type(element) is not ast.Starred} - {None}))
 
     def _dependency(self, default: ast.expr | None) -> str | None:
         """A parameter given by dependency injection, `db=Depends(get_db)` (FastAPI; also Litestar's
@@ -901,12 +898,7 @@ class _Reader:
 
     def _note_attribute(self, target: ast.Attribute, value: str | None) -> None:
         """`self.x = ...` in a method types `self.x` for every method of the class."""
-        if type(target.value) is not ast.Name:
-            return
-        found, holder = self.lookup(target.value.id)
-        if not found or holder not in ("S:", "C:"):
-            return
-        klass = self._method_class()
+        klass = self._own_class(target)
         if klass is None:
             return
         name = target.attr
@@ -929,8 +921,7 @@ class _Reader:
     def _declare_attribute(self, target: ast.Attribute, declared: str) -> None:
         """`self._collection: chromadb.Collection | None = None` in a method declares the attribute's type for the
         class, as a class-level annotation does: the type the other assignments of it must have."""
-        klass = self._method_class() if type(target.value) is ast.Name and \
-            self.lookup(target.value.id)[1] in ("S:", "C:") else None
+        klass = self._own_class(target)
         if klass is not None:
             self._declared_attributes.setdefault((klass.key, target.attr), declared)
 
@@ -946,6 +937,12 @@ class _Reader:
         self.executing().calls.append(Call(
             ref=ref, kind=ASSIGNED, line=line, col=col, end_line=end_line, end_col=end_col,
             stmt_line=self.statement_line, text=_chain(target), args=(("0", value),), positional=1))
+
+    def _own_class(self, target: ast.Attribute) -> ClassInfo | None:
+        """The class whose method assigns `self.x` / `cls.x` (`target`), else None."""
+        if type(target.value) is not ast.Name or self.lookup(target.value.id)[1] not in ("S:", "C:"):
+            return None
+        return self._method_class()
 
     def _method_class(self) -> ClassInfo | None:
         for scope in reversed(self.scopes):
@@ -1834,15 +1831,21 @@ def _either(first: str | None, second: str | None) -> str | None:
     if first is None or second is None:
         return None
     members = sorted({*_members_of(first), *_members_of(second)})
-    if len(members) > MAX_EITHER or any(("{" in m or "}" in m or "|" in m) for m in members):
-        return None
-    return EITHER + "{" + "|".join(members) + "}"
+    return _members_ref(EITHER, members) if len(members) <= MAX_EITHER else None
 
 
 def _members_of(ref: str) -> list[str]:
     if ref.startswith(EITHER) and ref.endswith("}"):
         return ref[len(EITHER) + 1:-1].split("|")
     return [ref]
+
+
+def _members_ref(prefix: str, members: list[str]) -> str | None:
+    """`A:{a|b}` (a container's element) or `E:{a|b}` (either branch's value): one of the members; None where there
+    are none or one is itself such a set."""
+    if not members or any("{" in member or "}" in member or "|" in member for member in members):
+        return None
+    return prefix + "{" + "|".join(members) + "}"
 
 
 def _text_target(node: ast.expr) -> str:
