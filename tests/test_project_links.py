@@ -1559,6 +1559,7 @@ def test_reading_a_property_runs_its_getter(tmp_path):
     findings = scan(root)
     assert [(f.line, f.rule, f.extra["context"]) for f in findings] == [
         (28, "LLM003", "serving"), (41, "LLM004", "serving")]
+    assert "`@functools.cached_property` in place of `@property` on `client`" in findings[0].fix
     read = findings[1]
     assert read.message.startswith("reading the property `history` blocks the event loop inside `async def chat`")
     assert [step["function"] for step in read.extra["via"]] == ["chat", "Session.history"]

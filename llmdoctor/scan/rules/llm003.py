@@ -361,7 +361,10 @@ class ClientPerCall(Rule):
         if returned:
             message = (f"`{shown}()` builds a new client (its own connection pool) each time {where} runs, and hands "
                        f"it to the caller: every call pays the setup and opens new connections{cost}")
-            fix += f" (or cache the factory: `@functools.cache` on {where})"
+            if any(decorator.rsplit(".", 1)[-1] == "property" for decorator in scope.decorators):
+                fix += f" (or keep the first one: `@functools.cached_property` in place of `@property` on {where})"
+            else:
+                fix += f" (or cache the factory: `@functools.cache` on {where})"
         else:
             message = (f"`{shown}()` builds a new client (its own connection pool) on every call of {where} and "
                        f"drops it: each call pays the setup and opens new connections (no keep-alive){cost}")
