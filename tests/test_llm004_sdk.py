@@ -439,3 +439,13 @@ def test_explain_mentions_the_sdk_part(cli):
                    "client.models.*", "client.aio.models.*", "AsyncOpenAI", "litellm.acompletion",
                    "mock_response", "get_client()"):
         assert needle in result.stdout, needle
+
+
+def test_asyncio_itself_runs_a_dns_lookup_off_the_loop():
+    """rules/llm004.yaml counts `socket.getaddrinfo` as blocking on the grounds that asyncio's own
+    `loop.getaddrinfo` hands it to the default executor (CPython asyncio/base_events.py): read from the source."""
+    import asyncio.base_events
+    import inspect
+
+    source = inspect.getsource(asyncio.base_events.BaseEventLoop.getaddrinfo)
+    assert "run_in_executor" in source and "socket.getaddrinfo" in source

@@ -231,12 +231,3 @@ def test_a_cached_index_with_a_field_of_the_wrong_type_is_refused():
         with pytest.raises((ValueError, TypeError)):
             ModuleIndex.from_json(data)
 
-
-def test_asyncio_itself_runs_a_dns_lookup_off_the_loop():
-    """rules/llm004.yaml counts `socket.getaddrinfo` as blocking on the grounds that asyncio's own
-    `loop.getaddrinfo` hands it to the default executor (CPython asyncio/base_events.py): read from the source."""
-    import asyncio.base_events
-    import inspect
-
-    source = inspect.getsource(asyncio.base_events.BaseEventLoop.getaddrinfo)
-    assert "run_in_executor" in source and "socket.getaddrinfo" in source
