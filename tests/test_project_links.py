@@ -1267,6 +1267,9 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  library_api:\n    names: [chat]\n", "unknown key 'names'"),
     ("entrypoints:\n  library_api:\n    name_globs: chat\n", "key 'entrypoints.library_api.name_globs': must be a list"),
     ("entrypoints:\n  dev_tooling:\n    routes: [dev]\n", "unknown key 'routes'"),
+    ("entrypoints:\n  admin_console:\n    name_words: [admin]\n", "unknown key 'name_words'"),
+    ("entrypoints:\n  admin_console:\n    route_segments: admin\n",
+     "key 'entrypoints.admin_console.route_segments': must be a list"),
     ("entrypoints:\n  replies:\n    names: [send]\n", "unknown key 'names'"),
     ("entrypoints:\n  replies:\n    methods: send\n", "key 'entrypoints.replies.methods': must be a list"),
     ("entrypoints:\n  handoffs:\n    take: [mylib.Queue.get]\n", "unknown key 'take'"),
@@ -2835,6 +2838,75 @@ def test_dev_tooling_words():
     assert not knowledge.dev_tooling("app/devices.py", "DeviceServer.develop", "GET /api/devices/{id}")
     assert not EntryKnowledge().dev_tooling("app/dev.py", "chat", "POST /dev")
 
+
+
+ADMIN_CONSOLE_APP = {
+    "app/__init__.py": "",
+    "app/store.py": """
+        import sqlite3
+
+        def count_users():
+            return sqlite3.connect("app.db").execute("select count(*) from users").fetchone()
+        """,
+    "app/admin.py": """
+        from fastapi import APIRouter
+        from app.store import count_users
+        router = APIRouter(prefix="/api/admin")
+
+        @router.get("/stats")
+        async def stats():
+            return count_users()
+
+        @router.get("/progress")
+        async def progress():
+            return count_users()
+        """,
+    "app/ops.py": """
+        from flask import Blueprint
+        from app.store import count_users
+        ops = Blueprint("ops", __name__, url_prefix="/admin/")
+
+        @ops.route("/users")
+        async def users():
+            return str(count_users())
+        """,
+    "app/main.py": """
+        from fastapi import FastAPI
+        from app.admin import router
+        from app.store import count_users
+        app = FastAPI()
+        app.include_router(router)
+
+        @app.get("/administrators/online")
+        async def online():
+            return count_users()
+        """,
+}
+
+
+def test_admin_console_routes_count_as_control_plane(tmp_path):
+    """A route with an `admin` segment, also one its router's or blueprint's prefix gives
+    (`APIRouter(prefix=...)`, `Blueprint(url_prefix=...)`), serves an admin console (entrypoints.yaml
+    `admin_console`): what only it reaches is `control-plane`. `/administrators/...` has no such segment: the
+    helper it shares is `serving` through it."""
+    root = write(tmp_path, ADMIN_CONSOLE_APP)
+    findings = scan(root, every_context=True)
+    contexts = {(f.path, f.line): (f.extra["context"], f.extra["entry"]["route"]) for f in findings}
+    assert contexts[("app/admin.py", 8)] == ("control-plane", "GET /api/admin/stats")
+    assert contexts[("app/admin.py", 12)] == ("control-plane", "GET /api/admin/progress")
+    assert contexts[("app/ops.py", 8)] == ("control-plane", "/admin/users")
+    assert contexts[("app/main.py", 10)] == ("serving", "GET /administrators/online")
+    assert found(scan(root)) == [("app/main.py", 10, "LLM004")]
+
+
+def test_admin_console_segments():
+    from llmdoctor.scan.project.knowledge import EntryKnowledge
+    knowledge = EntryKnowledge(admin_route_segments=frozenset({"admin"}))
+    assert knowledge.admin_console("GET /api/admin/users/{user_id}")
+    assert knowledge.admin_console("GET /Admin")
+    assert not knowledge.admin_console("GET /administrators/online")
+    assert not knowledge.admin_console("POST /v1/chat/completions")
+    assert not EntryKnowledge().admin_console("GET /admin")
 
 TYPE_BRANCH_APP = {
     "app/__init__.py": "",

@@ -395,6 +395,7 @@ class _Reader:
         self.unreachable: list[tuple[int, int]] = []
         self.platform_exit = False  # the `if` just read is a platform test whose branch that runs leaves the block
         self.handed_lambdas: set[int] = set()
+        self.route_prefixes: dict[str, str] = {}  # `router = APIRouter(prefix="/admin")` at module level
         self.kept_returns: set[int] = set()  # `return _client` under `if _client is not None:` (block)
 
     # ------------------------------------------------------------------ module
@@ -422,6 +423,8 @@ class _Reader:
                 bindings[statement.name] = "M:" + statement.name if statement.name not in imported else None
             elif kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
                 targets = statement.targets if kind is ast.Assign else [statement.target]
+                if type(statement.value) is ast.Call and len(targets) == 1 and type(targets[0]) is ast.Name:
+                    self._note_route_prefix(targets[0].id, statement.value)
                 value = self.value_ref(statement.value) if statement.value is not None else None
                 if value is None and kind is ast.AnnAssign:
                     value = self.annotation_ref(statement.annotation)
@@ -1369,6 +1372,14 @@ class _Reader:
                 for call in calls:
                     call.lazy = call.memo = True
 
+    def _note_route_prefix(self, name: str, value: ast.Call) -> None:
+        """A module-level router or blueprint made with a path prefix (FastAPI's `APIRouter(prefix="/admin")`,
+        Flask's and Sanic's `Blueprint(..., url_prefix="/admin")`): the routes its decorators name start there."""
+        for keyword in value.keywords:
+            if (keyword.arg in ("prefix", "url_prefix") and type(keyword.value) is ast.Constant
+                    and isinstance(keyword.value.value, str) and keyword.value.value.startswith("/")):
+                self.route_prefixes[name] = keyword.value.value.rstrip("/")
+
     def decorator(self, node: ast.expr) -> Decorator:
         called = type(node) is ast.Call
         callee = node.func if called else node
@@ -1377,6 +1388,10 @@ class _Reader:
             first = node.args[0] if node.args else None
             if type(first) is ast.Constant and isinstance(first.value, str):
                 literal = first.value
+                receiver = callee.value if type(callee) is ast.Attribute else None
+                if (type(receiver) is ast.Name and receiver.id in self.route_prefixes and literal.startswith("/")
+                        and not any(receiver.id in scope.bindings for scope in self.scopes[1:])):
+                    literal = self.route_prefixes[receiver.id] + literal  # `@router.get("/stats")`
             self.expressions(list(node.args) + [k.value for k in node.keywords])
         return Decorator(ref=self.ref(callee), text=_text(callee), literal=literal, called=called)
 

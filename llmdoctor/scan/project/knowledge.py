@@ -23,6 +23,7 @@ OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
 SCHEDULED_KEYS = {"decorators", "registrations"}
 LIBRARY_API_KEYS = {"name_globs"}
 DEV_TOOLING_KEYS = {"route_segments", "name_words"}
+ADMIN_CONSOLE_KEYS = {"route_segments"}
 REPLIES_KEYS = {"methods"}
 HANDOFF_KEYS = {"put", "get"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
@@ -128,6 +129,7 @@ class EntryKnowledge:
     streaming_frameworks: set[str] = field(default_factory=set)  # entry points whose channel carries tokens
     dev_route_segments: frozenset[str] = frozenset()  # a route with one of them serves developer tooling
     dev_name_words: frozenset[str] = frozenset()  # ... as does an entry point in a module or class so named
+    admin_route_segments: frozenset[str] = frozenset()  # a route with one of them serves an admin console
     reply_methods: frozenset[str] = frozenset()  # calls that hand the reader an answer (`ws.send_text`, `reply_text`)
     handoff_puts: Patterns = field(default_factory=Patterns)  # a queue handing requests to a consumer: its put
     handoff_gets: Patterns = field(default_factory=Patterns)  # ... and its get
@@ -143,13 +145,22 @@ class EntryKnowledge:
         """Whether an entry point serves developer tooling: its route has a segment such as `dev`
         (`/dev/apps/{app}/tests`), or its module or qualified name has a word such as `dev` (`dev_server.py`,
         `routers/dev.py`, `DevServer._register_dev_endpoints.create_test`)."""
-        if self.dev_route_segments and any(
-                segment.lower() in self.dev_route_segments for segment in route.rsplit(" ", 1)[-1].split("/")):
+        if _has_segment(route, self.dev_route_segments):
             return True
         if not self.dev_name_words:
             return False
         names = [*path.removesuffix(".py").split("/"), *function.split(".")]
         return any(word.lower() in self.dev_name_words for name in names for word in _words(name))
+
+    def admin_console(self, route: str) -> bool:
+        """Whether an entry point's route serves an admin console: it has a segment such as `admin`
+        (`/api/admin/users`)."""
+        return _has_segment(route, self.admin_route_segments)
+
+
+def _has_segment(route: str, segments: frozenset[str]) -> bool:
+    """Whether a route (`GET /api/admin/users`) has one of `segments` among the segments of its path."""
+    return bool(segments) and any(segment.lower() in segments for segment in route.rsplit(" ", 1)[-1].split("/"))
 
 
 def _words(name: str) -> list[str]:
@@ -233,12 +244,13 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     example_paths: list[str] = []
     dev_segments: set[str] = set()
     dev_words: set[str] = set()
+    admin_segments: set[str] = set()
     reply_methods: set[str] = set()
     for stem, doc in docs:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
         _keys(data, {"request", "run_once", "scheduled", "offline", "library_api", "dev_tooling",
-                     "replies", "handoffs"}, where + "'")
+                     "admin_console", "replies", "handoffs"}, where + "'")
         for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
             _family(knowledge, family, f"{where}.request[{index}]")
         once = data.get("run_once") or {}
@@ -293,6 +305,10 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         _keys(dev, DEV_TOOLING_KEYS, where + ".dev_tooling'")
         dev_segments.update(s.lower() for s in _strings(dev.get("route_segments"), f"{where}.dev_tooling.route_segments'"))
         dev_words.update(s.lower() for s in _strings(dev.get("name_words"), f"{where}.dev_tooling.name_words'"))
+        admin = data.get("admin_console") or {}
+        _keys(admin, ADMIN_CONSOLE_KEYS, where + ".admin_console'")
+        admin_segments.update(
+            s.lower() for s in _strings(admin.get("route_segments"), f"{where}.admin_console.route_segments'"))
         replies = data.get("replies") or {}
         _keys(replies, REPLIES_KEYS, where + ".replies'")
         reply_methods.update(_strings(replies.get("methods"), f"{where}.replies.methods'"))
@@ -305,6 +321,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     knowledge.reply_methods = frozenset(reply_methods)
     knowledge.dev_route_segments = frozenset(dev_segments)
     knowledge.dev_name_words = frozenset(dev_words)
+    knowledge.admin_route_segments = frozenset(admin_segments)
     knowledge.once_names = frozenset(once_names)
     knowledge.once_events = frozenset(once_events)
     knowledge.calls_now = frozenset(calls_now)

@@ -1566,10 +1566,12 @@ class ProjectModel:
         return reached - self._serving - self._once, parent
 
     def _declared_entries(self, control_plane) -> set[int]:
-        """Entry points declared control plane, and those serving developer tooling (entrypoints.yaml)."""
+        """Entry points declared control plane, and those serving developer tooling or an admin console
+        (entrypoints.yaml)."""
         return {n for n, entry in self.entries.items()
                 if self.knowledge.dev_tooling(self.layout.relative(self.nodes[n].path), self.nodes[n].label,
                                               entry.route)
+                or self.knowledge.admin_console(entry.route)
                 or (control_plane is not None and control_plane(self.nodes[n].path, self.nodes[n].label))}
 
     def _serve_queues(self) -> bool:
