@@ -2691,6 +2691,133 @@ def test_an_annotated_alias_names_its_type_in_any_module(tmp_path):
     assert found(scan(root), "LLM004") == [("app/routes.py", 10, "LLM004")]
 
 
+
+@pytest.mark.parametrize("annotation", ['"Agent"', 'Optional["Agent"]', '"Optional[Agent]"', '"Agent | None"',
+                                        'list["Agent"]'])
+def test_a_string_annotation_names_its_type_as_a_type_checker_reads_it(tmp_path, annotation):
+    """local-pigeon's adapters keep `agent: "LocalPigeonAgent"` (a forward reference to a class imported under
+    `if TYPE_CHECKING:`, against an import cycle): the attribute holds that class's instance, so a Discord
+    message reaches the agent's blocking tool call through it."""
+    element = annotation.startswith("list")
+    root = write(tmp_path, {"app/__init__.py": "", "app/agent.py": """
+        import time
+
+
+        class Agent:
+            async def chat(self, text):
+                time.sleep(1)
+                return text
+        """, "app/base.py": f"""
+        from typing import TYPE_CHECKING, Optional
+
+        if TYPE_CHECKING:
+            from app.agent import Agent
+
+
+        class Adapter:
+            def __init__(self, agent: {annotation}):
+                self.agent = agent
+        """, "app/bot.py": f"""
+        import discord
+        from discord.ext import commands
+        from app.base import Adapter
+
+
+        class DiscordAdapter(Adapter):
+            def __init__(self, agent):
+                super().__init__(agent)
+                self.bot = commands.Bot(command_prefix="!", intents=discord.Intents.default())
+
+                @self.bot.event
+                async def on_message(message):
+                    await self.agent{"[0]" if element else ""}.chat(message.content)
+        """})
+    findings = {(f.path, f.line): f.extra["context"] for f in scan(root, every_context=True)}
+    assert findings == {("app/agent.py", 7): "serving"}
+
+
+
+def test_any_says_nothing_of_a_value_s_type(tmp_path):
+    """folderbot's `services: "dict[str, Any]"` (here unquoted): an element of it is of no known type, so a
+    helper declared `-> FolderServices | None` that returns one has the declared type (`Any` is no library
+    class)."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/services.py": """
+        from dataclasses import dataclass, field
+        from pathlib import Path
+        from typing import Any
+
+
+        @dataclass
+        class Context:
+            services: dict[str, Any] = field(default_factory=dict)
+
+
+        class Services:
+            def __init__(self, root: Path):
+                self.root = root
+
+            def validate(self, name: str) -> Path:
+                return self.root / name
+
+
+        def get_service(context: Context, key: str) -> Any:
+            return context.services.get(key)
+
+
+        def get_services(context: Context) -> Services | None:
+            return get_service(context, "folder")
+        """, "app/tools.py": """
+        from app.services import Context, get_services
+
+
+        async def read_file(name: str, context: Context):
+            path = get_services(context).validate(name)
+            return path.read_text()
+        """})
+    assert found(scan(root), "LLM004") == [("app/tools.py", 7, "LLM004")]
+
+
+
+def test_an_attribute_given_two_values_holds_either(tmp_path):
+    """chainlit's `DynamoDBDataLayer`: `self.client = client` (a parameter typed with boto3's stubs) or
+    `self.client = boto3.client("dynamodb")`: a call on it blocks, as each of the two does. A store picked
+    between two project classes runs either one's method."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/stores.py": """
+        import boto3
+        from mypy_boto3_dynamodb import DynamoDBClient
+
+
+        class FileStore:
+            def load(self, key):
+                with open(key) as f:
+                    return f.read()
+
+
+        class MemoryStore:
+            def load(self, key):
+                return key
+
+
+        class Layer:
+            def __init__(self, client: DynamoDBClient | None = None, local: bool = False):
+                if client:
+                    self.client = client
+                else:
+                    self.client = boto3.client("dynamodb")
+                if local:
+                    self.store = MemoryStore()
+                else:
+                    self.store = FileStore()
+
+            async def get_user(self, uid):
+                return self.client.get_item(TableName="users", Key={"id": {"S": uid}})
+
+            async def load(self, key):
+                return self.store.load(key)
+        """})
+    assert found(scan(root), "LLM004") == [("app/stores.py", 29, "LLM004"), ("app/stores.py", 32, "LLM004")]
+
+
 CONTROL_PLANE_APP = {
     "app/__init__.py": "",
     "app/store.py": """

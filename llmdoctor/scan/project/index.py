@@ -285,6 +285,7 @@ class ModuleIndex:
 
 _MAX = 2**31
 ACCESSOR_DECORATORS = frozenset({"property", "cached_property"})  # (`functools.cached_property` by its last name)
+_MAX_QUOTED_ANNOTATION = 200  # longer string annotations are not read (a docstring-like value, not a type)
 _NONE_RETURNED = "None"  # (while a function is read) a returned tuple's item that is the literal None
 # the types of a call's fields as `Call.to_json` writes them (`literal` and `mode` may be None)
 _CALL_SHAPES = frozenset(
@@ -581,16 +582,19 @@ class _Reader:
         return self._instance_of(dependency)
 
     def annotation_ref(self, annotation: ast.expr | None) -> str | None:
-        """An annotated name holds an instance of its (project or library) type: `c: httpx.Client`."""
+        """An annotated name holds an instance of its (project or library) type: `c: httpx.Client`, also one
+        written as a string (`agent: "LocalPigeonAgent"`, a forward reference to a class imported under `if
+        TYPE_CHECKING:`), as a type checker reads it."""
         if annotation is None:
             return None
+        annotation = _unquoted(annotation)
         kind = type(annotation)
         if kind is ast.Subscript and _text(annotation.value).rsplit(".", 1)[-1] == "Annotated" \
                 and type(annotation.slice) is ast.Tuple and annotation.slice.elts:
             annotation = annotation.slice.elts[0]  # `Annotated[DatabaseManager, Depends(get_db)]`: the type
             kind = type(annotation)
         if kind is ast.Subscript and _text(annotation.value).rsplit(".", 1)[-1] == "Optional":
-            annotation = annotation.slice
+            annotation = _unquoted(annotation.slice)
             kind = type(annotation)
         elif kind is ast.BinOp and isinstance(annotation.op, ast.BitOr):
             sides = [s for s in (annotation.left, annotation.right) if not _is_none(s)]
@@ -606,8 +610,9 @@ class _Reader:
 
     def _instance_of(self, node: ast.expr | None) -> str | None:
         """What calling a named project or library callable gives (`DatabaseManager` -> its instance, `get_db`
-        -> its result); None for a builtin or anything but a name."""
-        if type(node) not in (ast.Name, ast.Attribute):
+        -> its result); None for a builtin, a type that says nothing (`Any`, `object`) or anything but a name."""
+        node = _unquoted(node)
+        if type(node) not in (ast.Name, ast.Attribute) or _text(node).rsplit(".", 1)[-1] in _OPAQUE_TYPES:
             return None
         base = self.ref(node)
         if base is None or base.startswith("B:") or base.endswith(":"):
@@ -916,10 +921,12 @@ class _Reader:
             klass.attributes[name] = next(iter(seen))
             return
         # two different values: the class built either way (`Client.from_service_account_json(path)` or
-        # `Client()`) is that class's; else the type the class declares for it (`model: Model`, each a subclass)
+        # `Client()`) is that class's; else the type the class declares for it (`model: Model`, each a subclass);
+        # else either of them (`self.client = client` typed `DynamoDBClient`, or `boto3.client("dynamodb")`)
         built = {_from_constructor(v) for v in seen}
         plain = next(iter(built)) if len(built) == 1 else None
-        klass.attributes[name] = plain if plain in seen else self._declared_attributes.get((klass.key, name))
+        klass.attributes[name] = plain if plain in seen else (
+            self._declared_attributes.get((klass.key, name)) or _either_of(seen))
 
     def _declare_attribute(self, target: ast.Attribute, declared: str) -> None:
         """`self._collection: chromadb.Collection | None = None` in a method declares the attribute's type for the
@@ -1849,6 +1856,12 @@ def _either(first: str | None, second: str | None) -> str | None:
     return _members_ref(EITHER, members) if len(members) <= MAX_EITHER else None
 
 
+def _either_of(values: set[str]) -> str | None:
+    """What holds one of a few known values (`E:{a|b}`); None for too many."""
+    members = sorted({member for value in values for member in _members_of(value)})
+    return _members_ref(EITHER, members) if len(members) <= MAX_EITHER else None
+
+
 def _members_of(ref: str) -> list[str]:
     if ref.startswith(EITHER) and ref.endswith("}"):
         return ref[len(EITHER) + 1:-1].split("|")
@@ -2077,6 +2090,16 @@ def _type_names(node: ast.expr) -> tuple[str, ...] | None:
             return None
         names.append(_text(element).rsplit(".", 1)[-1])
     return tuple(names) or None
+
+
+def _unquoted(node: ast.expr | None) -> ast.expr | None:
+    """The expression a string annotation holds (`"LocalPigeonAgent"`, `"Agent | None"`), else `node`."""
+    if type(node) is ast.Constant and type(node.value) is str and len(node.value) <= _MAX_QUOTED_ANNOTATION:
+        try:
+            return ast.parse(node.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    return node
 
 
 def _annotation_types(node: ast.expr | None, depth: int = 0) -> tuple[str, ...] | None:
