@@ -2421,6 +2421,13 @@ async def poll():
     ("from aiohttp import web",
      ("async def start_background(app):\n    app['poller'] = asyncio.create_task(poll())\n\n"
       "app = web.Application()\napp.on_startup.append(start_background)"), True),
+    # agent-brain-rag's job worker: the lifespan starts it through a guarded method that keeps its task
+    ("from contextlib import asynccontextmanager\nfrom fastapi import FastAPI",
+     ("class Worker:\n    def __init__(self):\n        self._task = None\n\n"
+      "    async def start(self):\n        if self._task is not None:\n            return\n"
+      "        self._task = asyncio.create_task(poll())\n\n"
+      "@asynccontextmanager\nasync def lifespan(app):\n    await Worker().start()\n    yield\n\n"
+      "app = FastAPI(lifespan=lifespan)"), True),
     # a CLI's own task: the command is slower, no request waits on it
     ("import click",
      ("@click.command()\ndef watch():\n    asyncio.run(main())\n\n"

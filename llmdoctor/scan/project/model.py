@@ -1547,8 +1547,10 @@ class ProjectModel:
     def _running_beside_requests(self) -> set[int]:
         """Run-once code that runs beside the requests of a server: the tasks its start-up hooks spawn (a
         monitor polling every minute on the serving loop), with what they call. A script's or a CLI's own
-        tasks and gathers make that program slower, but no request waits on them."""
-        started = self._reach(sorted(self.hooks), through_cached=False)[0]
+        tasks and gathers make that program slower, but no request waits on them. A hook runs once anyway: a
+        task it starts through a cached or guarded call (`if self._running: return`, `self._task =
+        create_task(...)`) runs beside the requests all the same."""
+        started = self._reach(sorted(self.hooks))[0]
         return self._reach(sorted(self.spawned & started))[0]
 
     def _library_api(self) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
