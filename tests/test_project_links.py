@@ -1268,6 +1268,8 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  library_api:\n    name_globs: chat\n", "key 'entrypoints.library_api.name_globs': must be a list"),
     ("entrypoints:\n  dev_tooling:\n    routes: [dev]\n", "unknown key 'routes'"),
     ("entrypoints:\n  admin_console:\n    name_words: [admin]\n", "unknown key 'name_words'"),
+    ("entrypoints:\n  run_once:\n    enters: contextlib.ExitStack.enter_context\n",
+     "key 'entrypoints.run_once.enters': must be a list"),
     ("entrypoints:\n  admin_console:\n    route_segments: admin\n",
      "key 'entrypoints.admin_console.route_segments': must be a list"),
     ("entrypoints:\n  replies:\n    names: [send]\n", "unknown key 'names'"),
@@ -2428,6 +2430,13 @@ async def poll():
       "        self._task = asyncio.create_task(poll())\n\n"
       "@asynccontextmanager\nasync def lifespan(app):\n    await Worker().start()\n    yield\n\n"
       "app = FastAPI(lifespan=lifespan)"), True),
+    # agentscope's index consumer: the lifespan enters it on an exit stack, its `__aenter__` starts the task
+    ("import contextlib\nfrom contextlib import asynccontextmanager\nfrom fastapi import FastAPI",
+     ("class Consumer:\n    async def __aenter__(self):\n        self.task = asyncio.create_task(poll())\n"
+      "        return self\n\n    async def __aexit__(self, *exc):\n        self.task.cancel()\n\n"
+      "@asynccontextmanager\nasync def lifespan(app):\n    async with contextlib.AsyncExitStack() as stack:\n"
+      "        await stack.enter_async_context(Consumer())\n        yield\n\n"
+      "app = FastAPI(lifespan=lifespan)"), True),
     # a CLI's own task: the command is slower, no request waits on it
     ("import click",
      ("@click.command()\ndef watch():\n    asyncio.run(main())\n\n"
@@ -2823,6 +2832,63 @@ def test_an_attribute_given_two_values_holds_either(tmp_path):
                 return self.store.load(key)
         """})
     assert found(scan(root), "LLM004") == [("app/stores.py", 29, "LLM004"), ("app/stores.py", 32, "LLM004")]
+
+
+
+def test_a_with_statement_runs_the_manager_s_enter_and_exit(tmp_path):
+    """`with Store() as s:` runs `Store.__enter__` (and `__exit__` after the block), `async with` the awaited
+    `__aenter__` / `__aexit__`, as a type checker reads the statement: a handler that enters a project's context
+    manager runs what its enter does. A library's manager (`open(...)`) is judged by the call that built it."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/store.py": """
+        import sqlite3
+
+
+        class Store:
+            def __enter__(self):
+                self.conn = sqlite3.connect("app.db")
+                return self
+
+            def __exit__(self, *exc):
+                self.conn.close()
+
+
+        class Rows:
+            async def __aenter__(self):
+                with open("rows.txt") as f:
+                    self.rows = f.read()
+                return self
+
+            async def __aexit__(self, *exc):
+                return None
+        """, "app/api.py": """
+        from fastapi import FastAPI
+        from app.store import Rows, Store
+        app = FastAPI()
+
+
+        @app.get("/count")
+        async def count():
+            with Store() as store:
+                return store.conn
+
+
+        @app.get("/rows")
+        async def rows():
+            async with Rows() as found:
+                return found.rows
+
+
+        @app.get("/text")
+        async def text():
+            with open("text.txt") as f:
+                return f.read()
+        """})
+    findings = scan(root)
+    assert found(findings, "LLM004") == [("app/api.py", 9, "LLM004"), ("app/api.py", 21, "LLM004"),
+                                         ("app/store.py", 16, "LLM004")]
+    by_line = {(f.path, f.line): f for f in findings}
+    assert [hop["function"] for hop in by_line[("app/api.py", 9)].extra["via"]] == ["count", "Store.__enter__"]
+    assert by_line[("app/store.py", 16)].extra["context"] == "serving"
 
 
 CONTROL_PLANE_APP = {

@@ -285,6 +285,7 @@ class ModuleIndex:
 
 _MAX = 2**31
 ACCESSOR_DECORATORS = frozenset({"property", "cached_property"})  # (`functools.cached_property` by its last name)
+ENTER_EXIT = {False: ("__enter__", "__exit__"), True: ("__aenter__", "__aexit__")}  # what `with` / `async with` run
 _MAX_QUOTED_ANNOTATION = 200  # longer string annotations are not read (a docstring-like value, not a type)
 _NONE_RETURNED = "None"  # (while a function is read) a returned tuple's item that is the literal None
 # the types of a call's fields as `Call.to_json` writes them (`literal` and `mode` may be None)
@@ -727,6 +728,7 @@ class _Reader:
         elif kind is ast.With or kind is ast.AsyncWith:
             for item in node.items:
                 self.expressions([item.context_expr])
+                self._enter(item.context_expr, kind is ast.AsyncWith)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, self.value_ref(item.context_expr))
                     self.scope.flows.append((_stored_names([item.optional_vars]), [item.context_expr]))
@@ -1471,6 +1473,8 @@ class _Reader:
         if self.scope.params:
             self._note_parameters_run(node, function)
         ref = self.ref(node.func)
+        if node.args and self.interest is not None and self.interest.enters_context(ref):
+            self._enter(node.args[0], how == AWAIT)  # `await stack.enter_async_context(Consumer())`
         args = self._call_arguments(node, function)
         if not args and (ref is None or (self.interest is not None and not self.interest.keeps(ref))):
             return  # `len(x)`, `json.dumps(d)`: nothing any rule or entry point asks about
@@ -1525,6 +1529,20 @@ class _Reader:
             guards=tuple(self.guards), falsy=tuple(falsy), positional=-1 if starred else len(node.args),
             iterated=id(node) in self.iterated, types=tuple(self._argument_types(node)),
         ))
+
+    def _enter(self, manager: ast.expr, awaited: bool) -> None:
+        """`with Store() as s:` runs `Store.__enter__` there and `__exit__` after the block (`async with`: the
+        awaited `__aenter__` and `__aexit__`), as two calls of the statement's line."""
+        value = self.value_ref(manager)
+        if value is None or value.startswith("B:") or (self.interest is not None and not self.interest.keeps(value)):
+            return
+        line, col, end_line, end_col = self.span(manager)
+        text = _chain(manager.func) + "()" if type(manager) is ast.Call else _chain(manager)
+        for method in ENTER_EXIT[awaited]:
+            self.executing().calls.append(Call(
+                ref=f"{value}.{method}", kind=AWAIT if awaited else CALL, line=line, col=col, end_line=end_line,
+                end_col=end_col, stmt_line=self.statement_line, text=f"{text}.{method}", positional=0,
+                lazy=self.lazy_depth > 0, memo=self.memo_depth > 0, guards=tuple(self.guards)))
 
     def _note_parameters_run(self, node: ast.Call, function: Function) -> None:
         """`Function.runs`: a parameter called, or handed to a call other than a class's."""

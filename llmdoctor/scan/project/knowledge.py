@@ -18,7 +18,7 @@ ENTRY_KINDS = (INTERACTIVE, WORKER)
 FAMILY_KEYS = {"framework", "kind", "decorators", "registrations", "bases", "class_decorators", "module_code",
                "streams"}
 RUN_ONCE_KEYS = {"decorators", "registrations", "names", "name_globs", "events", "spawn", "bases",
-                 "calls_now"}
+                 "calls_now", "enters"}
 OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
 SCHEDULED_KEYS = {"decorators", "registrations"}
 LIBRARY_API_KEYS = {"name_globs"}
@@ -120,6 +120,7 @@ class EntryKnowledge:
     scheduled_registrations: list[Registration] = field(default_factory=list)  # `scheduler.add_job(f, "cron")`
     once_bases: list[ClassEntry] = field(default_factory=list)
     calls_now: frozenset[str] = frozenset()  # library calls that run the callable they are handed, there and then
+    enters: Patterns = field(default_factory=Patterns)  # library calls that enter the context manager they are handed
     test_imports: frozenset[str] = frozenset()
     test_paths: tuple[str, ...] = ()
     test_functions: tuple[str, ...] = ()
@@ -180,11 +181,15 @@ class Interest:
     prompt_keywords: frozenset[str] = frozenset()
     # the calls that run the coroutine they are handed on a loop of their own (`asyncio.run`, `*.run_until_complete`)
     runners: Patterns | None = None
+    enters: Patterns | None = None  # the calls that enter the context manager they are handed (`enter_context`)
 
     def runs_coroutine(self, ref: str | None) -> bool:
         """Whether a library call (`I:asyncio.new_event_loop().run_until_complete`) is one of `runners`."""
-        return bool(ref) and ref.startswith("I:") and self.runners is not None \
-            and self.runners.match(ref[2:].replace("()", ""))
+        return _library_call_in(ref, self.runners)
+
+    def enters_context(self, ref: str | None) -> bool:
+        """Whether a library call (`I:contextlib.AsyncExitStack().enter_async_context`) is one of `enters`."""
+        return _library_call_in(ref, self.enters)
 
     def keeps(self, ref: str) -> bool:
         if ref.startswith("B:"):
@@ -193,6 +198,10 @@ class Interest:
             root = ref[2:].split(".", 1)[0].split("(", 1)[0]
             return root not in _STDLIB or root in self.roots
         return True
+
+
+def _library_call_in(ref: str | None, names: Patterns | None) -> bool:
+    return bool(ref) and ref.startswith("I:") and names is not None and names.match(ref[2:].replace("()", ""))
 
 
 def index_interest(catalog) -> Interest:
@@ -219,7 +228,7 @@ def index_interest(catalog) -> Interest:
                            if registration.in_caller and registration.loop is None and registration.argument == 0
                            for name in (*registration.calls.exact, *registration.calls.globs))
         found = catalog.memo["index-interest"] = Interest(frozenset(roots), frozenset(builtins),
-                                                          knowledge.reply_methods, prompts, runners)
+                                                          knowledge.reply_methods, prompts, runners, knowledge.enters)
     return found
 
 
@@ -282,6 +291,8 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
                 raise UserError(f"{label}: needs types and methods")
             knowledge.once_bases.append(ClassEntry(types, methods, "run-once", INTERACTIVE))
         calls_now.update(_strings(once.get("calls_now"), f"{where}.run_once.calls_now'"))
+        for name in _strings(once.get("enters"), f"{where}.run_once.enters'"):
+            knowledge.enters.add(name)
         scheduled = data.get("scheduled") or {}
         _keys(scheduled, SCHEDULED_KEYS, where + ".scheduled'")
         for entry in _list(scheduled.get("decorators"), f"{where}.scheduled.decorators'"):

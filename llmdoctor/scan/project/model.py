@@ -30,6 +30,7 @@ from llmdoctor.scan.project.index import (
     CALL,
     CONTAINER,
     EITHER,
+    ENTER_EXIT,
     IN_CONTAINER,
     LAMBDA,
     MODULE_KEY,
@@ -73,6 +74,7 @@ MAX_RESOLVE_DEPTH = 12
 MAX_SUBCLASSES = 64  # the subclasses of one class an abstract method's call may reach
 _TOKENS: dict[str, list[str]] = {}  # a reference's parts, parsed once per process
 LAMBDA_KEY = "<lambda>"
+_ENTER_EXIT = tuple(f".{method}" for methods in ENTER_EXIT.values() for method in methods)
 _MISSING = object()
 CALLED = "()"
 
@@ -426,8 +428,8 @@ class ProjectModel:
             # a client one of two branches built (`Anthropic()` or `AnthropicVertex()`): blocks if each one does
             found = [self._classify(member.name, call) for member in target.members]
             return found[0] if all(found) else None
-        if target is None or target.kind != "library":
-            return None
+        if target is None or target.kind != "library" or target.name.endswith(_ENTER_EXIT):
+            return None  # (a library's context manager: the call that built it says what blocks)
         return self._classify(target.name, call)
 
     def blocking_chain(self, node_id: int) -> list[tuple[int, Call, Blocking]] | None:
