@@ -217,15 +217,17 @@ def test_a_property_getter_is_an_accessor_and_its_setter_is_not_the_method():
 
 
 def test_a_cached_index_with_a_field_of_the_wrong_type_is_refused():
-    """The fields this round added to the cached index (`Call.answers`, `Function.accessor`, `runs_coroutine`):
-    an edited or corrupt cache entry holding another type is a ValueError (the cache then re-reads the file)."""
+    """The fields later rounds added to the cached index (`Call.answers`, `Function.accessor`, `runs_coroutine`,
+    `callables`): an edited or corrupt cache entry holding another type is a ValueError (the cache then re-reads
+    the file)."""
     import pytest
 
     source = "import asyncio\n\ndef run(coro):\n    return asyncio.run(coro)\n\nclass A:\n    @property\n" \
              "    def p(self):\n        return run(None)\n"
     good = index_module(source, ast.parse(source)).to_json()
     assert ModuleIndex.from_json(json.loads(json.dumps(good))).to_json() == good
-    for function, position, bad in [(1, -1, "coro"), (2, -2, "yes"), (2, 8, [[*good["f"][2][8][0][:-1], "no"]])]:
+    for function, position, bad in [(1, -2, "coro"), (2, -3, "yes"), (2, 8, [[*good["f"][2][8][0][:-1], "no"]]),
+                                    (1, -1, {"call": [3]}), (1, -1, ["call"])]:
         data = json.loads(json.dumps(good))
         data["f"][function][position] = bad
         with pytest.raises((ValueError, TypeError)):

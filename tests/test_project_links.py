@@ -2891,6 +2891,105 @@ def test_a_with_statement_runs_the_manager_s_enter_and_exit(tmp_path):
     assert by_line[("app/store.py", 16)].extra["context"] == "serving"
 
 
+
+@pytest.mark.parametrize("how", ["call=lambda p, k: p.forward_chat(body, k)", "lambda p, k: p.forward_chat(body, k)"])
+def test_a_lambda_s_parameters_are_what_the_callee_s_callable_annotation_calls_it_with(tmp_path, how):
+    """freeride's failover: `try_call_with_failover(chain, call=lambda p, k: p.forward_chat(...))` where the
+    callee declares `call: Callable[[Provider, str], Awaitable[T]]`: `p` is a `Provider`, so the route reaches
+    every provider's `forward_chat` (each builds an `httpx.AsyncClient` per request), as a type checker infers
+    a lambda's parameters from the type it is expected to have."""
+    keyword = how.startswith("call=")
+    root = write(tmp_path, {"app/__init__.py": "", "app/failover.py": f"""
+        from typing import Awaitable, Callable, Optional, TypeVar
+        from app.provider import Provider
+
+        T = TypeVar("T")
+
+
+        async def try_call(chain: list[Provider], {"*, " if keyword else ""}call: Optional[Callable[[Provider, str], Awaitable[T]]]):
+            for provider in chain:
+                return await call(provider, "key")
+        """, "app/provider.py": """
+        import httpx
+
+
+        class Provider:
+            async def forward_chat(self, body, key):
+                raise NotImplementedError
+
+
+        class OpenAICompat(Provider):
+            async def forward_chat(self, body, key):
+                async with httpx.AsyncClient(timeout=30) as client:
+                    return await client.post("https://api.example.com/v1/chat/completions", json=body)
+        """, "app/routes.py": f"""
+        from fastapi import FastAPI
+        from app.failover import try_call
+        app = FastAPI()
+        CHAIN = []
+
+
+        @app.post("/v1/chat/completions")
+        async def chat(body: dict):
+            return await try_call(CHAIN, {how})
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM003"]
+    assert [(f.path, f.line, f.extra["context"]) for f in findings] == [("app/provider.py", 12, "serving")]
+    assert [hop["function"] for hop in findings[0].extra["via"]] == ["chat", "chat.<lambda>",
+                                                                     "OpenAICompat.forward_chat"]
+
+
+
+def test_a_protocol_s_call_reaches_the_classes_that_implement_it_structurally(tmp_path):
+    """freeride's `class Provider(Protocol)` with `forward_chat` and `forward_embeddings`: its provider plugins
+    implement both without naming it, so a call through a `Provider` reaches each one's own method, as a type
+    checker matches them; a class that has only one of the two methods is no `Provider`."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/provider.py": """
+        from typing import Protocol
+
+
+        class Provider(Protocol):
+            async def forward_chat(self, body): ...
+
+            async def forward_embeddings(self, body): ...
+        """, "app/plugins.py": """
+        import httpx
+
+
+        class Groq:
+            async def forward_chat(self, body):
+                async with httpx.AsyncClient(timeout=30) as client:
+                    return await client.post("https://api.groq.com/openai/v1/chat/completions", json=body)
+
+            async def forward_embeddings(self, body):
+                return None
+
+
+        class Recorder:
+            async def forward_chat(self, body):
+                async with httpx.AsyncClient(timeout=30) as client:
+                    return await client.post("https://audit.example.com/chat", json=body)
+        """, "app/routes.py": """
+        from fastapi import FastAPI
+        from app.provider import Provider
+        app = FastAPI()
+
+
+        async def relay(provider: Provider, body: dict):
+            return await provider.forward_chat(body)
+
+
+        @app.post("/v1/chat/completions")
+        async def chat(body: dict):
+            return await relay(PROVIDERS[0], body)
+
+
+        PROVIDERS: list = []
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM003"]
+    assert [(f.path, f.line, f.extra["context"]) for f in findings] == [("app/plugins.py", 7, "serving")]
+
+
 CONTROL_PLANE_APP = {
     "app/__init__.py": "",
     "app/store.py": """

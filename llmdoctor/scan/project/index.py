@@ -65,6 +65,8 @@ _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # statements that lea
 IN_CONTAINER = "[]"  # an argument position's suffix: the reference is an element of a tuple/list passed there
 PARAMETER = "P:"  # through an unannotated parameter of the enclosing function: "P:<parameter>.<attribute>..."
 CONTAINER = "A:"  # a container literal's reference: "A:{<member>|<member>}", an element is one of the members
+# a lambda's parameter, what the callee it is handed to calls it with: "X:{<callee>|<its parameter>|<position>}"
+LAMBDA_ARGUMENT = "X:"
 EITHER = "E:"  # what one of two branches bound: "E:{<member>|<member>}", the value is one of the members
 MAX_EITHER = 4
 _MISSING = object()
@@ -182,17 +184,21 @@ class Function:
     # the parameters it hands to a runner that runs a coroutine on a loop of its own (`loop.run_until_complete(coro)`,
     # `asyncio.run(coro)`: entrypoints.yaml's `in_caller` registrations): `run_async(brief())` runs `brief` there
     runs_coroutine: list[str] = field(default_factory=list)
+    # parameters annotated `Callable[[A, B], R]` -> the references of A, B (None where unknown): what a lambda
+    # handed there is called with (`call=lambda p, k: p.forward_chat(k)` for `call: Callable[[Provider, str], ...]`)
+    callables: dict[str, list[str | None]] = field(default_factory=dict)
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
                 self.returns_items, self.generator, self.switches, self.switch_attributes, self.registers,
-                self.abstract, self.parameters, self.runs, self.declared, self.accessor, self.runs_coroutine]
+                self.abstract, self.parameters, self.runs, self.declared, self.accessor, self.runs_coroutine,
+                self.callables]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
         (key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches,
-         switch_attributes, registers, abstract, parameters, runs, declared, accessor, runs_coroutine) = data
+         switch_attributes, registers, abstract, parameters, runs, declared, accessor, runs_coroutine, callables) = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns, declared) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
@@ -205,13 +211,15 @@ class Function:
                 and type(registers) is list and set(map(type, registers)) <= _STR and type(abstract) is bool
                 and type(parameters) is list and _only_strings(parameters)
                 and type(runs) is list and _only_strings(runs) and type(accessor) is bool
-                and type(runs_coroutine) is list and _only_strings(runs_coroutine)):
+                and type(runs_coroutine) is list and _only_strings(runs_coroutine)
+                and type(callables) is dict and all(type(k) is str and type(v) is list and _optional_strings(*v)
+                                                    for k, v in callables.items())):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
                    [Call.from_json(c) for c in calls], returns, items, generator,
                    {k: list(v) for k, v in switches.items()},
                    dict(switch_attributes), list(registers), abstract, list(parameters), list(runs), declared,
-                   accessor, list(runs_coroutine))
+                   accessor, list(runs_coroutine), {k: list(v) for k, v in callables.items()})
 
 
 @dataclass(slots=True)
@@ -608,6 +616,23 @@ class _Reader:
             member = self._instance_of(element) if element is not None else None
             return None if member is None or "|" in member or "}" in member else CONTAINER + "{" + member + "}"
         return self._instance_of(annotation)
+
+    def _callable_arguments(self, annotation: ast.expr | None) -> list[str | None] | None:
+        """The references of what a callable annotated `Callable[[A, B], R]` (also `Optional[...]`, `... | None`)
+        is called with; None for any other annotation."""
+        annotation = _unquoted(annotation)
+        if type(annotation) is ast.BinOp and isinstance(annotation.op, ast.BitOr):
+            sides = [side for side in (annotation.left, annotation.right) if not _is_none(side)]
+            annotation = _unquoted(sides[0]) if len(sides) == 1 else None
+        if type(annotation) is ast.Subscript and _text(annotation.value).rsplit(".", 1)[-1] == "Optional":
+            annotation = _unquoted(annotation.slice)
+        if type(annotation) is not ast.Subscript or _text(annotation.value).rsplit(".", 1)[-1] != "Callable":
+            return None
+        parts = annotation.slice
+        if type(parts) is not ast.Tuple or len(parts.elts) != 2 or type(parts.elts[0]) is not ast.List:
+            return None
+        found = [self.annotation_ref(argument) for argument in parts.elts[0].elts]
+        return found if any(found) else None
 
     def _instance_of(self, node: ast.expr | None) -> str | None:
         """What calling a named project or library callable gives (`DatabaseManager` -> its instance, `get_db`
@@ -1306,6 +1331,9 @@ class _Reader:
             types = _annotation_types(annotation)
             if types:
                 scope.declared[name] = types
+            called_with = self._callable_arguments(annotation)
+            if called_with:
+                function.callables[name] = called_with
         function.switches = _switches(arguments, bound=function.owner is not None and not function.static)
         self._bind_nested_defs(scope, key, node.body)
         self.scopes.append(scope)
@@ -1475,7 +1503,7 @@ class _Reader:
         ref = self.ref(node.func)
         if node.args and self.interest is not None and self.interest.enters_context(ref):
             self._enter(node.args[0], how == AWAIT)  # `await stack.enter_async_context(Consumer())`
-        args = self._call_arguments(node, function)
+        args = self._call_arguments(node, function, ref)
         if not args and (ref is None or (self.interest is not None and not self.interest.keeps(ref))):
             return  # `len(x)`, `json.dumps(d)`: nothing any rule or entry point asks about
         marks: list[str] = []
@@ -1560,14 +1588,14 @@ class _Reader:
             if parameter not in function.runs:
                 function.runs.append(parameter)
 
-    def _call_arguments(self, node: ast.Call, function: Function) -> list[tuple[str, str]]:
+    def _call_arguments(self, node: ast.Call, function: Function, callee: str | None = None) -> list[tuple[str, str]]:
         """(position or keyword, reference) of the arguments that resolve (not to a builtin); a lambda passed
-        becomes a function of its own, in the order written."""
+        becomes a function of its own, in the order written, its parameters what `callee` calls it with."""
         args: list[tuple[str, str]] = []
         for index, arg in enumerate(node.args):
             kind = type(arg)
             if kind is ast.Lambda:  # `box.submit(lambda t: detect(t))`: a function of its own, handed over
-                args.append((str(index), "F:" + self.lambda_function(arg, function)))
+                args.append((str(index), "F:" + self.lambda_function(arg, function, callee, str(index))))
                 continue
             starred = kind is ast.Starred
             if starred:  # gather(*(fetch(i) for i in ids)): the call each element makes
@@ -1600,7 +1628,7 @@ class _Reader:
             value = keyword.value
             kind = type(value)
             if kind is ast.Lambda:
-                args.append((keyword.arg, "F:" + self.lambda_function(value, function)))
+                args.append((keyword.arg, "F:" + self.lambda_function(value, function, callee, keyword.arg)))
             elif kind in (ast.Name, ast.Attribute, ast.Call):
                 target = self.ref(value)
                 if target is not None and not target.startswith("B:"):
@@ -1613,16 +1641,21 @@ class _Reader:
                             args.append((keyword.arg, target))
         return args
 
-    def lambda_function(self, node: ast.Lambda, enclosing: Function) -> str:
+    def lambda_function(self, node: ast.Lambda, enclosing: Function, callee: str | None = None,
+                        where: str | None = None) -> str:
         """A lambda handed to a call, as a function of its own (key `outer.<lambda>`): its body's calls are
-        its own, and a framework that registers it makes them serve."""
+        its own, and a framework that registers it makes them serve. Its positional parameters hold what the
+        callee's parameter `where` is annotated to be called with (`LAMBDA_ARGUMENT`)."""
         self.handed_lambdas.add(id(node))
         key = self._key("<lambda>")
         function = Function(key=key, name="<lambda>", line=node.lineno, parent=enclosing.key or None)
         self.functions.append(function)
         scope = _Scope("function", function=function)
         arguments = node.args
-        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+        known = callee is not None and where is not None and not any(c in callee for c in "{}|")
+        for index, arg in enumerate([*arguments.posonlyargs, *arguments.args]):
+            scope.bindings[arg.arg] = f"{LAMBDA_ARGUMENT}{{{callee}|{where}|{index}}}" if known else None
+        for arg in arguments.kwonlyargs:
             scope.bindings[arg.arg] = None
         for star in (arguments.vararg, arguments.kwarg):
             if star is not None:

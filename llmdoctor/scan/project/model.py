@@ -33,6 +33,7 @@ from llmdoctor.scan.project.index import (
     ENTER_EXIT,
     IN_CONTAINER,
     LAMBDA,
+    LAMBDA_ARGUMENT,
     MODULE_KEY,
     PARAMETER,
     TYPE_GUARD,
@@ -71,6 +72,7 @@ _EDGE_OF_CALL = {CALL: E_CALL, AWAIT: E_AWAIT, LAMBDA: E_LAMBDA}
 # handed to a library call (`sorted(drafts, key=score)`: its value orders, a callback's goes to the library)
 _VALUE_EDGES = frozenset({E_CALL, E_AWAIT, E_LAMBDA, E_REF, E_OFFLOAD, E_RUN})
 MAX_RESOLVE_DEPTH = 12
+_PROTOCOL_BASES = frozenset({"typing.Protocol", "typing_extensions.Protocol"})
 MAX_SUBCLASSES = 64  # the subclasses of one class an abstract method's call may reach
 _TOKENS: dict[str, list[str]] = {}  # a reference's parts, parsed once per process
 LAMBDA_KEY = "<lambda>"
@@ -635,14 +637,25 @@ class ProjectModel:
         return {where: tuple(dict.fromkeys(classes)) for where, classes in found.items()}
 
     def _subclass_map(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
-        """class -> the project classes deriving from it directly."""
+        """class -> the project classes deriving from it directly; for a `typing.Protocol` of two methods or
+        more, the project classes that define every one of them (its implementations, structurally, as a type
+        checker matches them: freeride's provider plugins implement `Provider(Protocol)` without naming it)."""
         found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        protocols: list[tuple[tuple[str, str], set[str]]] = []
         for klass, info in self.classes.items():
             module_node = self.by_key.get((klass[0], MODULE_KEY)) if info.bases else None
             for ref, _ in info.bases if module_node is not None else ():
                 base = self.resolve(module_node, ref)
                 if base is not None and base.kind == "class":
                     found.setdefault(base.klass, []).append(klass)
+                elif base is not None and base.kind == "library" and base.name in _PROTOCOL_BASES:
+                    methods = {name for name in info.methods if not name.startswith("__")}
+                    if len(methods) >= 2:
+                        protocols.append((klass, methods))
+        for protocol, methods in protocols:
+            for klass, info in self.classes.items():
+                if klass != protocol and klass[0] not in self.test_modules and methods <= info.methods.keys():
+                    found.setdefault(protocol, []).append(klass)
         return found
 
     def _overrides(self, klass: tuple[str, str], name: str) -> list[int]:
@@ -1084,10 +1097,42 @@ class ProjectModel:
 
     # ------------------------------------------------------------------ resolution
 
+    def _called_with(self, node: Node, callee: str, where: str, position: int, depth: int) -> Target | None:
+        """What the project function `callee` calls the callable it takes at `where` (a position or a keyword)
+        with, at `position`, by that parameter's `Callable[[...], ...]` annotation."""
+        target = self._resolve(node, callee, depth + 1)
+        if target is None:
+            return None
+        if target.kind == "class":
+            target_node = self._method(target.klass, "__init__")
+        elif target.kind == "function":
+            target_node = target.node
+        else:
+            return None
+        if target_node is None:
+            return None
+        function = self.nodes[target_node].function
+        name = where
+        if where.isdigit():
+            positional = function.parameters[:function.parameters.index("*")] if "*" in function.parameters \
+                else function.parameters
+            name = positional[int(where)] if int(where) < len(positional) else None
+        called_with = function.callables.get(name) if name else None
+        if not called_with or position >= len(called_with) or called_with[position] is None:
+            return None
+        return self._resolve(self.nodes[target_node], called_with[position], depth + 1)
+
     def _resolve(self, node: Node, ref: str, depth: int) -> Target | None:
         if depth > MAX_RESOLVE_DEPTH:
             return None
         root, _, rest = ref.partition(":")
+        if root + ":" == LAMBDA_ARGUMENT:
+            close = rest.find("}")
+            parts = rest[1:close].split("|") if rest.startswith("{") and close > 0 else []
+            if len(parts) != 3 or not parts[2].isdigit():
+                return None
+            found = self._called_with(node, parts[0], parts[1], int(parts[2]), depth)
+            return self._walk(found, _tokens(rest[close + 1:]), depth)
         if root + ":" in (CONTAINER, EITHER):
             close = rest.find("}")
             if not rest.startswith("{") or close < 0:
