@@ -3115,13 +3115,17 @@ DEV_TOOLING_APP = {
 }
 
 
+def contexts_and_routes(root) -> dict[tuple[str, int], tuple[str, str]]:
+    """(path, line) -> (context, entry route) of every finding in any context."""
+    return {(f.path, f.line): (f.extra["context"], f.extra["entry"]["route"]) for f in scan(root, every_context=True)}
+
+
 def test_developer_tooling_routes_count_as_control_plane(tmp_path):
     """Routes with a `dev` segment (`/dev/apps/...`) and routes of a `dev_server` module / `DevServer` class
     serve a developer's tooling (entrypoints.yaml `dev_tooling`): what only they reach is `control-plane`.
     `/devices/...` is no dev route: the helper it shares stays `serving` there."""
     root = write(tmp_path, DEV_TOOLING_APP)
-    findings = scan(root, every_context=True)
-    contexts = {(f.path, f.line): (f.extra["context"], f.extra["entry"]["route"]) for f in findings}
+    contexts = contexts_and_routes(root)
     assert contexts[("app/dev_server.py", 9)] == ("control-plane", "PUT /files/{name}")
     assert contexts[("app/api.py", 8)] == ("control-plane", "GET /dev/apps/{name}/source")
     assert contexts[("app/api.py", 12)] == ("serving", "GET /devices/{name}")
@@ -3189,8 +3193,7 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     `admin_console`): what only it reaches is `control-plane`. `/administrators/...` has no such segment: the
     helper it shares is `serving` through it."""
     root = write(tmp_path, ADMIN_CONSOLE_APP)
-    findings = scan(root, every_context=True)
-    contexts = {(f.path, f.line): (f.extra["context"], f.extra["entry"]["route"]) for f in findings}
+    contexts = contexts_and_routes(root)
     assert contexts[("app/admin.py", 8)] == ("control-plane", "GET /api/admin/stats")
     assert contexts[("app/admin.py", 12)] == ("control-plane", "GET /api/admin/progress")
     assert contexts[("app/ops.py", 8)] == ("control-plane", "/admin/users")
