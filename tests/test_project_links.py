@@ -2887,7 +2887,11 @@ def test_a_with_statement_runs_the_manager_s_enter_and_exit(tmp_path):
     assert found(findings, "LLM004") == [("app/api.py", 9, "LLM004"), ("app/api.py", 21, "LLM004"),
                                          ("app/store.py", 16, "LLM004")]
     by_line = {(f.path, f.line): f for f in findings}
-    assert [hop["function"] for hop in by_line[("app/api.py", 9)].extra["via"]] == ["count", "Store.__enter__"]
+    entered = by_line[("app/api.py", 9)]
+    assert [hop["function"] for hop in entered.extra["via"]] == ["count", "Store.__enter__"]
+    assert entered.message.startswith("`with Store()` blocks the event loop inside `async def count`: its "
+                                      "`Store.__enter__` calls `sqlite3.connect()`")
+    assert entered.fix.startswith("move the `with` block into a sync function")
     assert by_line[("app/store.py", 16)].extra["context"] == "serving"
 
 

@@ -15,11 +15,13 @@ import dataclasses
 from collections.abc import Iterator
 
 from llmdoctor.report.model import Finding
+from llmdoctor.scan.project.index import ENTER_EXIT
 from llmdoctor.scan.project.model import Blocking
 from llmdoctor.scan.project.rules import ProjectRule
 
 FUNCTION_KEY = "_function"
 WAITS = "waits"  # a flag for the `contexts:` verdicts: it waits on more than a local file (a peer, a sleep, a process)
+ENTERED = ENTER_EXIT[False]  # what a sync `with` runs of its manager (`__enter__`, `__exit__`)
 ONLY_IN = "_only_in"  # the contexts a finding is reported in, whatever the rule's policy says
 
 
@@ -130,6 +132,13 @@ class BlockingCallInAsync(ProjectRule):
                        f"every coroutine waits for it")
             fix = (f"collect it off the loop: `for item in await asyncio.to_thread(list, {shown}(...))`; or make it "
                    f"an async generator down to the blocking call ({instead})")
+            autofix = None
+        elif callee.function.name in ENTERED:  # `with Store() as s:` runs `Store.__enter__` here
+            manager = shown.rsplit(".", 1)[0]
+            message = (f"`with {manager}` {inside}: its `{callee.label}` {reached}, and every coroutine waits for "
+                       f"it")
+            fix = (f"move the `with` block into a sync function and `await asyncio.to_thread(...)` it; or give the "
+                   f"manager an async `__aenter__`/`__aexit__` down to the blocking call ({instead})")
             autofix = None
         elif read:
             message = (f"reading the property `{callee.function.name}` {inside}: its getter `{callee.label}` {reached}, "
