@@ -134,6 +134,18 @@ class EntryKnowledge:
     reply_methods: frozenset[str] = frozenset()  # calls that hand the reader an answer (`ws.send_text`, `reply_text`)
     handoff_puts: Patterns = field(default_factory=Patterns)  # a queue handing requests to a consumer: its put
     handoff_gets: Patterns = field(default_factory=Patterns)  # ... and its get
+    _registering: dict[str, tuple[tuple[Registration, ...], ...]] = field(default_factory=dict, repr=False,
+                                                                        compare=False)
+
+    def registering(self, qualified: str) -> tuple[tuple[Registration, ...], ...]:
+        """The request, run-once and scheduled registrations whose calls name `qualified` (memoised: the link
+        asks for every call of the program)."""
+        found = self._registering.get(qualified)
+        if found is None:
+            found = self._registering[qualified] = tuple(
+                tuple(r for r in kinds if r.calls.match(qualified))
+                for kinds in (self.registrations, self.once_registrations, self.scheduled_registrations))
+        return found
 
     def request_decorator(self, qualified: str | None) -> tuple[str, str] | None:
         """(framework, kind) when a decorator with this qualified callee makes a request entry point."""

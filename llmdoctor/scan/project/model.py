@@ -652,9 +652,15 @@ class ProjectModel:
                     methods = {name for name in info.methods if not name.startswith("__")}
                     if len(methods) >= 2:
                         protocols.append((klass, methods))
+        defining: dict[str, list[tuple[str, str]]] = {}  # method name -> the classes defining it
+        for klass, info in self.classes.items() if protocols else ():
+            if klass[0] not in self.test_modules:
+                for name in info.methods:
+                    defining.setdefault(name, []).append(klass)
         for protocol, methods in protocols:
-            for klass, info in self.classes.items():
-                if klass != protocol and klass[0] not in self.test_modules and methods <= info.methods.keys():
+            rarest = min(methods, key=lambda name: len(defining.get(name, ())))
+            for klass in defining.get(rarest, ()):
+                if klass != protocol and methods <= self.classes[klass].methods.keys():
                     found.setdefault(protocol, []).append(klass)
         return found
 
@@ -885,24 +891,23 @@ class ProjectModel:
                     for target in self._registered(node.id, call, registration, registered):
                         self._add_entry(Entry(target, registration.framework, registration.kind, call.literal))
             return registered
-        for registration in self.knowledge.registrations:
-            if registration.calls.match(qualified):
-                route = call.literal if call.literal and call.literal.startswith("/") else ""
-                for target in self._registered(node.id, call, registration, registered):
-                    self._add_entry(Entry(target, registration.framework, registration.kind, route))
-        for registration in self.knowledge.once_registrations:
-            if registration.calls.match(qualified):
-                if registration.loop is not None and not self._private_loop_argument(node.id, call, registration.loop):
-                    continue  # run on a loop others share (the server's): as if called there
-                for target in self._registered(node.id, call, registration, registered):
-                    if registration.in_caller:  # a sync wrapper's `asyncio.run(coro())`: as its caller
-                        node.edges.append((target, E_RUN, call))
-                    else:
-                        self._add_once(target)
-                        if registration.serving_loop:
-                            self._add_hook(target)
-        for registration in self.knowledge.scheduled_registrations:
-            if registration.calls.match(qualified) and _periodic_trigger(call, registration.trigger):
+        requests, once, scheduled = self.knowledge.registering(qualified)
+        for registration in requests:
+            route = call.literal if call.literal and call.literal.startswith("/") else ""
+            for target in self._registered(node.id, call, registration, registered):
+                self._add_entry(Entry(target, registration.framework, registration.kind, route))
+        for registration in once:
+            if registration.loop is not None and not self._private_loop_argument(node.id, call, registration.loop):
+                continue  # run on a loop others share (the server's): as if called there
+            for target in self._registered(node.id, call, registration, registered):
+                if registration.in_caller:  # a sync wrapper's `asyncio.run(coro())`: as its caller
+                    node.edges.append((target, E_RUN, call))
+                else:
+                    self._add_once(target)
+                    if registration.serving_loop:
+                        self._add_hook(target)
+        for registration in scheduled:
+            if _periodic_trigger(call, registration.trigger):
                 for target in self._registered(node.id, call, registration, registered):
                     self._add_scheduled(target)
         return registered
