@@ -532,10 +532,51 @@ def answer(messages):
     assert inner[0].extra["payload"] == "messages[-1].content"  # the part that carries it, not the whole f-string
 
 
-def test_a_file_without_any_llm_sdk_name_is_not_parsed_for_this_rule():
+def test_a_payload_like_name_in_a_program_that_calls_no_model_is_not_a_finding():
     result = analyze_source("t.py", b"import logging\nlogging.info('%s', prompt)\n", CATALOG,
                             ScanConfig(select=("LLM005",)))
-    assert result.prefiltered and result.findings == []
+    assert result.findings == []
+    no_logging = analyze_source("t.py", b"prompt = 'x'\nprint(prompt)\n", CATALOG, ScanConfig(select=("LLM005",)))
+    assert no_logging.prefiltered  # no sink at a reported level: never parsed for this rule
+
+
+BOT = """\
+import logging
+from app.llm import ask
+
+logger = logging.getLogger(__name__)
+
+
+def on_message(update):
+    question = update.text
+    logger.info(f"question: {question}")  # the user's prompt, handed to the project's model helper
+    answer = ask(question)
+    logger.info(f"answer: {answer}")  # outside the module that calls the model: often an extracted value
+    return answer
+"""
+
+
+def test_payload_like_names_count_in_every_module_of_a_program_that_calls_a_model(cli, tmp_path):
+    """The bot module imports no SDK; the program does (app/llm.py), so its `question` is a prompt: reported
+    (also when pre-commit passes only the bot module), with the reason in the message; its `answer` counts only
+    in the module that calls the model (`names_beside_model`). The same module in a program that calls no model
+    reports nothing."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'bot'\n")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "__init__.py").write_text("")
+    (app / "bot.py").write_text(BOT)
+    (app / "llm.py").write_text("def ask(text):\n    return text.upper()\n")
+    quiet = cli("scan", "--select", "LLM005", "--format", "json", "--no-cache", ".", cwd=tmp_path)
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["findings"] == []
+    (app / "llm.py").write_text("from openai import OpenAI\nclient = OpenAI()\n\n\ndef ask(text):\n"
+                                "    return client.responses.create(model='m', input=text).output_text\n")
+    for paths in (["."], ["app/bot.py"]):
+        result = cli("scan", "--select", "LLM005", "--format", "json", "--no-cache", *paths, cwd=tmp_path)
+        assert result.returncode == 1, result.stderr
+        [finding] = json.loads(result.stdout)["findings"]
+        assert finding["path"].endswith("bot.py") and finding["line"] == 9
+        assert "by its name (`question`, in a program that calls a model)" in finding["message"]
 
 
 def test_a_bad_level_in_the_knowledge_names_the_key():
@@ -572,3 +613,27 @@ class Formatter:
 def show():
     logger.info(text)  # hit
 """)
+
+
+def test_a_conditional_expression_under_an_opt_in_or_sampling_test_keeps_its_payload_out():
+    check(HEAD + """
+import random
+def image(prompt, settings):
+    logger.info(f"image requested{': ' + prompt if settings.log_prompt_data else ''}")
+    logger.info(f"image requested{': ' + prompt if random.random() < 0.01 else ''}")
+    logger.info(f"image requested{': ' + prompt if prompt else ''}")  # hit
+    logger.info(f"image requested{'' if settings.debug else prompt}")  # hit
+""")
+
+
+def test_an_answer_is_payload_by_its_name_only_beside_the_model_call():
+    """In a module that calls the model, `answer` is the completion; elsewhere (a program-wide payload name)
+    only the names that are not `names_beside_model` count."""
+    check(HEAD + """
+def reply(answer, final_answer, question):
+    logger.info(f"answer: {answer}")  # hit
+    logger.info(f"final: {final_answer}")  # hit
+""")
+    plain = analyze_source("t.py", b"import logging\ndef reply(answer, question):\n    logging.info(answer)\n"
+                           b"    logging.info(question)\n", CATALOG, ScanConfig(select=("LLM005",), every_context=True))
+    assert plain.findings == []  # a single file calling no model: the program calls none

@@ -259,12 +259,13 @@ class ModuleIndex:
     file_ignores: list[str] = field(default_factory=list)
     # (first, last) lines of the branches a platform test rules out where the code is served: they never run
     unreachable: list[tuple[int, int]] = field(default_factory=list)
+    calls_model: bool = False  # it imports an LLM SDK or framework, or names a model API's HTTP path
 
     def to_json(self) -> dict:
         return {"b": self.bindings, "f": [f.to_json() for f in self.functions],
                 "c": [c.to_json() for c in self.classes], "i": self.imports, "m": self.main_block,
                 "s": {str(k): v for k, v in self.suppressions.items()}, "x": self.file_ignores,
-                "u": self.unreachable}
+                "u": self.unreachable, "l": self.calls_model}
 
     @classmethod
     def from_json(cls, data: dict) -> ModuleIndex:
@@ -273,13 +274,14 @@ class ModuleIndex:
         if not (type(bindings) is dict and all(v is None or type(v) is str for v in bindings.values())
                 and type(functions) is list and functions and _strings(data["i"]) and type(data["m"]) is bool
                 and type(suppressions) is dict and all(_strings(v) for v in suppressions.values())
-                and _strings(data["x"]) and type(unreachable) is list
+                and _strings(data["x"]) and type(unreachable) is list and type(data["l"]) is bool
                 and all(type(r) is list and len(r) == 2 and all(type(n) is int for n in r) for r in unreachable)):
             raise ValueError("index: of the wrong shape")
         found = cls(bindings=dict(bindings), functions=[Function.from_json(f) for f in functions],
                     classes=[ClassInfo.from_json(c) for c in data["c"]], imports=list(data["i"]),
                     main_block=data["m"], suppressions={int(k): list(v) for k, v in suppressions.items()},
-                    file_ignores=list(data["x"]), unreachable=[(first, last) for first, last in unreachable])
+                    file_ignores=list(data["x"]), unreachable=[(first, last) for first, last in unreachable],
+                    calls_model=data["l"])
         if found.functions[0].key != MODULE_KEY:
             raise ValueError("index: the module's own code comes first")
         return found
@@ -343,7 +345,8 @@ def index_module(source: str, tree: ast.Module, interest=None, platform: str = "
     reader.platform = _PLATFORMS.get(platform)
     reader.read_module(tree)
     index = ModuleIndex(bindings=reader.module_bindings, functions=reader.functions, classes=reader.classes,
-                        imports=reader.runtime_imports, main_block=reader.main_block, unreachable=reader.unreachable)
+                        imports=reader.runtime_imports, main_block=reader.main_block, unreachable=reader.unreachable,
+                        calls_model=interest is not None and interest.calls_model(source))
     if ("noqa" in source or "NOQA" in source or "llmdoctor:" in source) and _SUPPRESSION_HINT.search(source):
         # (a tokenizer pass costs as much as the parse: only when a comment can silence an llmdoctor finding)
         index.suppressions, index.file_ignores = _suppressions(source)

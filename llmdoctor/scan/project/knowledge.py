@@ -194,6 +194,12 @@ class Interest:
     # the calls that run the coroutine they are handed on a loop of their own (`asyncio.run`, `*.run_until_complete`)
     runners: Patterns | None = None
     enters: Patterns | None = None  # the calls that enter the context manager they are handed (`enter_context`)
+    # what a module that calls a model has in its text: an import of an LLM SDK or framework (the SDK tables'
+    # `imports`), or a model API's HTTP path (sdk-logging.yaml `http_paths`); None: nothing tells
+    model_text: re.Pattern | None = None
+
+    def calls_model(self, source: str) -> bool:
+        return self.model_text is not None and self.model_text.search(source) is not None
 
     def runs_coroutine(self, ref: str | None) -> bool:
         """Whether a library call (`I:asyncio.new_event_loop().run_until_complete`) is one of `runners`."""
@@ -240,8 +246,26 @@ def index_interest(catalog) -> Interest:
                            if registration.in_caller and registration.loop is None and registration.argument == 0
                            for name in (*registration.calls.exact, *registration.calls.globs))
         found = catalog.memo["index-interest"] = Interest(frozenset(roots), frozenset(builtins),
-                                                          knowledge.reply_methods, prompts, runners, knowledge.enters)
+                                                          knowledge.reply_methods, prompts, runners, knowledge.enters,
+                                                          _model_text(catalog))
     return found
+
+
+def _model_text(catalog) -> re.Pattern | None:
+    from llmdoctor.scan.rules.logging_knowledge import logging_knowledge
+    from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
+
+    imports = sorted(sdk_knowledge(catalog).imports)
+    paths = sorted(logging_knowledge(catalog).http_paths)
+    alternatives = [re.escape(path) for path in paths]
+    if imports:
+        names = "|".join(re.escape(name) for name in imports)
+        alternatives.append(rf"^[ \t]*(?:from|import)[ \t]+(?:{names})\b")
+    for name in imports:  # `from google import genai`
+        parent, _, child = name.rpartition(".")
+        if parent:
+            alternatives.append(rf"^[ \t]*from[ \t]+{re.escape(parent)}[ \t]+import\b[^\n]*\b{re.escape(child)}\b")
+    return re.compile("|".join(alternatives), re.MULTILINE) if alternatives else None
 
 
 def entry_knowledge(catalog) -> EntryKnowledge:

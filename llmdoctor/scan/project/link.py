@@ -19,6 +19,9 @@ ONLY_IN = "_only_in"  # a candidate's extra: the contexts it may be reported in 
 EVERYWHERE = "everywhere"  # a candidate's extra: a bug in any context (anthropic's long non-streaming call)
 FORWARDED_KEYWORD = "_forwarded_keyword"  # a candidate's extra: reported only if no caller passes this keyword
 PER_CALL = "_per_call"  # a candidate's extra: a cost paid per call, so none where the call's result is memoised
+# a candidate's extra: it stands only in a program that calls a model (LLM005's payload-like names in a module that
+# imports no SDK itself: the program's `answer` is the model's)
+IN_MODEL_PROGRAM = "_in_model_program"
 DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", RUN_ONCE: "report",
                   OFFLINE: "off", CONTROL_PLANE: "report", SCHEDULED: "report"}
 
@@ -142,6 +145,8 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     key = extra.pop(FUNCTION_KEY, "")
     everywhere = extra.pop(EVERYWHERE, False)
     only_in = extra.pop(ONLY_IN, None)
+    if extra.pop(IN_MODEL_PROGRAM, False) and not model.calls_a_model:
+        return None
     if extra.pop(PER_CALL, False) and model.memoised(path, key, candidate.line, candidate.column):
         return None  # `if self._x is not None: return self._x` before it: built once per key, not per call
     if model.switched_off_by_callers(path, key, candidate.line):

@@ -193,6 +193,8 @@ class ProjectModel:
         self.layout = layout
         self.display = display  # a path as the reports show it (relative to the working directory)
         self.modules = modules
+        # the program calls a model: a module imports an LLM SDK or framework, or names a model API's HTTP path
+        self.calls_a_model = any(module.calls_model for module in modules.values())
         self.knowledge = knowledge
         self.sdk = sdk_knowledge(catalog)
         self.blocking_table = catalog.table("blocking_calls")

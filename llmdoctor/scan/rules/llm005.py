@@ -12,6 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from llmdoctor.scan.functionfacts import first_word
+from llmdoctor.scan.project.link import IN_MODEL_PROGRAM
 from llmdoctor.scan.rules.payload import LEVELS, Source, attribute_chain
 from llmdoctor.scan.rules.payloadflow import PayloadFlowRule
 
@@ -50,6 +51,7 @@ class UnsampledPayloadLogging(PayloadFlowRule):
         if len(text) > 60:
             text = text[:57] + "..."
         level_name = LEVEL_NAMES.get(level, str(level))
+        where = {} if self.llm_module() else {IN_MODEL_PROGRAM: True}
         self.report(
             node,
             f"`{shown}()` logs `{text}` at {level_name}, unsampled: it carries {source.what}. Prompts and "
@@ -59,6 +61,7 @@ class UnsampledPayloadLogging(PayloadFlowRule):
             sink=shown,
             level=level_name,
             payload=text,
+            **where,
         )
 
     def _sink_of(self, node: cst.Call) -> tuple[str, int, bool] | None:

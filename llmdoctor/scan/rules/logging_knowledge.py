@@ -45,6 +45,8 @@ class LoggingKnowledge:
     payload_keys: frozenset  # dict keys holding a request's prompt
     http_paths: tuple  # literals that make a module an LLM module
     payload_names: re.Pattern | None
+    # ... of them, those that are payload only in a module that calls the model itself (`answer`, `*_answer`)
+    names_beside_model: re.Pattern | None
     excerpt_max_chars: int  # `text[:50]`: a prefix (or suffix) this short is a label for the line, not the text
     metadata_name_parts: frozenset
     random_functions: frozenset
@@ -55,8 +57,11 @@ class LoggingKnowledge:
     def is_logger_name(self, name: str) -> bool:
         return name in self.logger_names or any(fnmatch.fnmatchcase(name, g) for g in self.logger_name_globs)
 
-    def is_payload_name(self, name: str) -> bool:
+    def is_payload_name(self, name: str, beside_model: bool = True) -> bool:
+        """`beside_model`: in a module that calls the model itself (else `names_beside_model` do not count)."""
         if self.payload_names is None or self.payload_names.fullmatch(name) is None:
+            return False
+        if not beside_model and self.names_beside_model is not None and self.names_beside_model.fullmatch(name):
             return False
         return not any(part.lower() in self.metadata_name_parts for part in name.split("_"))
 
@@ -118,6 +123,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         payload_keys=frozenset(payload.get("keys") or ()),
         http_paths=tuple(payload.get("http_paths") or ()),
         payload_names=_glob_regex(payload.get("names")),
+        names_beside_model=_glob_regex(payload.get("names_beside_model")),
         excerpt_max_chars=_count("payload.excerpt_max_chars", payload.get("excerpt_max_chars", 0)),
         metadata_name_parts=frozenset(payload.get("metadata_name_parts") or ()),
         random_functions=frozenset(guards.get("random_functions") or ()),

@@ -265,18 +265,26 @@ _NUMERIC_OPERATORS = (cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, c
                       cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
 
 
+SDK_MODULE = "in a module that uses an LLM SDK"
+MODEL_PROGRAM = "in a program that calls a model"
+
+
 class PayloadEvaluator:
     """Evaluates expressions against the rule's name state (`lookup(name) -> Value | MISSING`)."""
 
     MISSING = object()
 
     def __init__(self, logging: LoggingKnowledge, sdk: SdkKnowledge, context,
-                 lookup: Callable[[str], object], names_apply: bool) -> None:
+                 lookup: Callable[[str], object]) -> None:
         self.logging = logging
         self.sdk = sdk
         self.context = context
         self._lookup = lookup
-        self.names_apply = names_apply  # the module uses an LLM SDK: payload-like names count
+        # where payload-like names count, as the message says it: the module uses an LLM SDK, or (else) the
+        # program does, which the project model decides
+        self.names_where = SDK_MODULE
+        # whether a test samples or opts in (`random.random() < RATE`, `settings.log_prompts`): the rule's answer
+        self.sampling_test: Callable[[cst.BaseExpression], bool] = lambda test: False
         self._comprehension: list[dict[str, Value]] = []
 
     # a name ------------------------------------------------------------------------------------------------
@@ -289,14 +297,14 @@ class PayloadEvaluator:
             return None
         if found is not self.MISSING:
             return found  # type: ignore[return-value]
-        if self.names_apply and self.logging.is_payload_name(name):
-            return Source(f"a prompt or completion by its name (`{name}`, in a module that uses an LLM SDK)")
+        if self.logging.is_payload_name(name, self.names_where == SDK_MODULE):
+            return Source(f"a prompt or completion by its name (`{name}`, {self.names_where})")
         return None
 
     def _named(self, name: str) -> Value:
         """A payload-like attribute or key name (`request.prompt`, `data["messages"]`)."""
-        if self.names_apply and self.logging.is_payload_name(name):
-            return Source(f"a prompt or completion by its name (`{name}`, in a module that uses an LLM SDK)")
+        if self.logging.is_payload_name(name, self.names_where == SDK_MODULE):
+            return Source(f"a prompt or completion by its name (`{name}`, {self.names_where})")
         return None
 
     # any expression ----------------------------------------------------------------------------------------
@@ -330,8 +338,8 @@ class PayloadEvaluator:
             return self._first([expr.left, expr.right])  # +
         if isinstance(expr, cst.BooleanOperation):
             return self._first([expr.left, expr.right])
-        if isinstance(expr, cst.IfExp):
-            return self._first([expr.body, expr.orelse])
+        if isinstance(expr, cst.IfExp):  # `": " + prompt if settings.log_prompts else ""`: the body is opted in
+            return self._first([expr.orelse] if self.sampling_test(expr.test) else [expr.body, expr.orelse])
         if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
             return self._first(el.value for el in expr.elements)
         if isinstance(expr, cst.Dict):

@@ -10,7 +10,9 @@ as LLM005 does `visit_Call`, calls `super()` first) and answers:
 - `under_sampling_guard()`: the code runs under a sampling test (`random.random() < rate`, a modulo counter, a
   `*sampl*` name, `isEnabledFor`, an early `return` under one) or in a `*sampl*` def that calls no model;
 - `in_branch()`: inside an `if`/`elif`/`else` body or an `except` handler; `current_block`: the innermost block;
-- `imports_at_runtime(prefixes)`: the module imports one of them at module level when it runs.
+- `imports_at_runtime(prefixes)`: the module imports one of them at module level when it runs;
+- `llm_module()`: the module imports an LLM SDK or names a model API's HTTP path (payload-like names count
+  everywhere, but outside such a module only in a program that calls a model: the rule marks those findings).
 
 Knowledge: rules/sdk-logging.yaml (`self.knowledge`: payload vs metadata shapes, sampling guards) and the SDK
 tables (`self.sdk`). Per-def facts come from the semantic model's one walk per def (functionfacts.py).
@@ -28,7 +30,9 @@ from llmdoctor.scan.functionfacts import annotation_name, tested_empty
 from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.payload import (
     METADATA,
+    MODEL_PROGRAM,
     OPAQUE,
+    SDK_MODULE,
     LoggingKnowledge,
     PayloadEvaluator,
     Source,
@@ -52,7 +56,8 @@ class PayloadFlowRule(Rule):
         super().__init__(*args, **kwargs)
         self.knowledge: LoggingKnowledge = logging_knowledge(self.catalog)
         self.sdk = sdk_knowledge(self.catalog)
-        self.evaluator = PayloadEvaluator(self.knowledge, self.sdk, self.context, self._lookup, names_apply=False)
+        self.evaluator = PayloadEvaluator(self.knowledge, self.sdk, self.context, self._lookup)
+        self.evaluator.sampling_test = self._is_sampling_test
         self._frames: list[dict[str, Value]] = [{}]  # module, then one per enclosing def or class
         self._class_frames: set[int] = set()  # id() of the class frames: not visible from the methods
         self._functions: list[cst.FunctionDef | None] = [None]
@@ -75,7 +80,7 @@ class PayloadFlowRule(Rule):
     # ------------------------------------------------------------------ questions for the rule
 
     def evaluate(self, expr: cst.BaseExpression) -> Value:
-        self.evaluator.names_apply = self._llm_module()
+        self.evaluator.names_where = SDK_MODULE if self.llm_module() else MODEL_PROGRAM
         return self.evaluator.evaluate(expr)
 
     def under_sampling_guard(self) -> bool:
@@ -149,8 +154,9 @@ class PayloadFlowRule(Rule):
                 self.context.function_facts(function), self.context, self.sdk)
         return found
 
-    def _llm_module(self) -> bool:
-        """An LLM module: it imports an LLM SDK, or calls a model over HTTP (`/v1/chat/completions`...)."""
+    def llm_module(self) -> bool:
+        """An LLM module: it imports an LLM SDK, or calls a model over HTTP (`/v1/chat/completions`...). Elsewhere
+        payload-like names count only in a program that calls a model (the project model decides)."""
         if self._http_module is None:
             source = self.context.source
             self._http_module = bool(source) and any(path in source for path in self.knowledge.http_paths)
@@ -249,7 +255,7 @@ class PayloadFlowRule(Rule):
         return False
 
     def visit_For(self, node: cst.For) -> None:
-        self.evaluator.names_apply = self._llm_module()
+        self.evaluator.names_where = SDK_MODULE if self.llm_module() else MODEL_PROGRAM
         self._bind(target_names(node.target), self.evaluator.iterated(node.iter))
 
     def leave_WithItem(self, node: cst.WithItem) -> None:
