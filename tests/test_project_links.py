@@ -3187,6 +3187,18 @@ ADMIN_CONSOLE_APP = {
         @app.get("/administrators/online")
         async def online():
             return count_users()
+
+        @app.post("/setup/llm")
+        async def setup_llm():
+            return count_users()
+
+        @app.get("/api/config")
+        async def config():
+            return count_users()
+
+        @app.get("/settings")
+        async def settings():
+            return count_users()
         """,
 }
 
@@ -3195,14 +3207,18 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     """A route with an `admin` segment, also one its router's or blueprint's prefix gives
     (`APIRouter(prefix=...)`, `Blueprint(url_prefix=...)`), serves an admin console (entrypoints.yaml
     `admin_console`): what only it reaches is `control-plane`. `/administrators/...` has no such segment: the
-    helper it shares is `serving` through it."""
+    helper it shares is `serving` through it. The operator's set-up and configuration routes (`/setup/...`,
+    `/.../config`) are admin routes too; a user's `/settings` is not."""
     root = write(tmp_path, ADMIN_CONSOLE_APP)
     contexts = contexts_and_routes(root)
     assert contexts[("app/admin.py", 8)] == ("control-plane", "GET /api/admin/stats")
     assert contexts[("app/admin.py", 12)] == ("control-plane", "GET /api/admin/progress")
     assert contexts[("app/ops.py", 8)] == ("control-plane", "/admin/users")
     assert contexts[("app/main.py", 10)] == ("serving", "GET /administrators/online")
-    assert found(scan(root)) == [("app/main.py", 10, "LLM004")]
+    assert contexts[("app/main.py", 14)] == ("control-plane", "POST /setup/llm")
+    assert contexts[("app/main.py", 18)] == ("control-plane", "GET /api/config")
+    assert contexts[("app/main.py", 22)] == ("serving", "GET /settings")
+    assert found(scan(root)) == [("app/main.py", 10, "LLM004"), ("app/main.py", 22, "LLM004")]
 
 
 def test_admin_console_segments():
