@@ -20,7 +20,7 @@ EVERYWHERE = "everywhere"  # a candidate's extra: a bug in any context (anthropi
 FORWARDED_KEYWORD = "_forwarded_keyword"  # a candidate's extra: reported only if no caller passes this keyword
 PER_CALL = "_per_call"  # a candidate's extra: a cost paid per call, so none where the call's result is memoised
 # a candidate's extra: it stands only in a program that calls a model (LLM005's payload-like names in a module that
-# imports no SDK itself: the program's `answer` is the model's)
+# imports no SDK itself: the program's `question` is the model's prompt)
 IN_MODEL_PROGRAM = "_in_model_program"
 DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", RUN_ONCE: "report",
                   OFFLINE: "off", CONTROL_PLANE: "report", SCHEDULED: "report"}

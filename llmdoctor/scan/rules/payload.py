@@ -280,9 +280,9 @@ class PayloadEvaluator:
         self.sdk = sdk
         self.context = context
         self._lookup = lookup
-        # where payload-like names count, as the message says it: the module uses an LLM SDK, or (else) the
-        # program does, which the project model decides
-        self.names_where = SDK_MODULE
+        # the module calls the model itself (it uses an LLM SDK); else payload-like names are the program's, which
+        # the project model decides, and `names_beside_model` do not count
+        self.beside_model = True
         # whether a test samples or opts in (`random.random() < RATE`, `settings.log_prompts`): the rule's answer
         self.sampling_test: Callable[[cst.BaseExpression], bool] = lambda test: False
         self._comprehension: list[dict[str, Value]] = []
@@ -297,14 +297,13 @@ class PayloadEvaluator:
             return None
         if found is not self.MISSING:
             return found  # type: ignore[return-value]
-        if self.logging.is_payload_name(name, self.names_where == SDK_MODULE):
-            return Source(f"a prompt or completion by its name (`{name}`, {self.names_where})")
-        return None
+        return self._named(name)
 
     def _named(self, name: str) -> Value:
-        """A payload-like attribute or key name (`request.prompt`, `data["messages"]`)."""
-        if self.logging.is_payload_name(name, self.names_where == SDK_MODULE):
-            return Source(f"a prompt or completion by its name (`{name}`, {self.names_where})")
+        """A payload-like name, attribute or key name (`prompt`, `request.prompt`, `data["messages"]`)."""
+        if self.logging.is_payload_name(name, self.beside_model):
+            where = SDK_MODULE if self.beside_model else MODEL_PROGRAM
+            return Source(f"a prompt or completion by its name (`{name}`, {where})")
         return None
 
     # any expression ----------------------------------------------------------------------------------------

@@ -30,9 +30,7 @@ from llmdoctor.scan.functionfacts import annotation_name, tested_empty
 from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.payload import (
     METADATA,
-    MODEL_PROGRAM,
     OPAQUE,
-    SDK_MODULE,
     LoggingKnowledge,
     PayloadEvaluator,
     Source,
@@ -80,7 +78,7 @@ class PayloadFlowRule(Rule):
     # ------------------------------------------------------------------ questions for the rule
 
     def evaluate(self, expr: cst.BaseExpression) -> Value:
-        self.evaluator.names_where = SDK_MODULE if self.llm_module() else MODEL_PROGRAM
+        self.evaluator.beside_model = self.llm_module()
         return self.evaluator.evaluate(expr)
 
     def under_sampling_guard(self) -> bool:
@@ -255,7 +253,7 @@ class PayloadFlowRule(Rule):
         return False
 
     def visit_For(self, node: cst.For) -> None:
-        self.evaluator.names_where = SDK_MODULE if self.llm_module() else MODEL_PROGRAM
+        self.evaluator.beside_model = self.llm_module()
         self._bind(target_names(node.target), self.evaluator.iterated(node.iter))
 
     def leave_WithItem(self, node: cst.WithItem) -> None:
