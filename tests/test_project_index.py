@@ -233,3 +233,25 @@ def test_a_cached_index_with_a_field_of_the_wrong_type_is_refused():
         with pytest.raises((ValueError, TypeError)):
             ModuleIndex.from_json(data)
 
+
+
+def test_a_module_calls_a_model_by_its_imports_anywhere_or_a_model_api_path():
+    """`ModuleIndex.calls_model` (what makes the program one that calls a model, for LLM005): an import of an
+    LLM SDK or framework at any depth, or a model API's HTTP path in the text; a mention in a docstring, a
+    module whose name only starts like one, or a relative import is none."""
+    from llmdoctor.scan.catalog import load_catalog
+    from llmdoctor.scan.project.knowledge import index_interest
+
+    interest = index_interest(load_catalog())
+
+    def calls_model(source: str) -> bool:
+        source = textwrap.dedent(source)
+        return index_module(source, ast.parse(source), interest).calls_model
+
+    assert calls_model("import os, openai\n")
+    assert calls_model("def ask():\n    from google import genai\n    return genai\n")
+    assert calls_model("from langchain_core.messages import HumanMessage\n")
+    assert calls_model('URL = "http://vllm:8000/v1/chat/completions"\n')
+    assert not calls_model('"""Call it as: import openai"""\nimport openai_utils\nfrom . import openai\n')
+    assert not calls_model("import requests\n")
+    assert not index_module("import openai\n", ast.parse("import openai\n")).calls_model  # no knowledge given

@@ -80,16 +80,17 @@ class Table:
     name: str
     entries: list[TableEntry] = field(default_factory=list)
     _exact: dict[str, TableEntry] = field(default_factory=dict, repr=False)
-    # the wildcard patterns by their first dotted component (None: a wildcard there, `*.on_event`), in order,
-    # each with the text before its first wildcard (what a name must start with to match it)
-    _patterns: dict[str | None, list[tuple[str, TableEntry]]] = field(default_factory=dict, repr=False)
+    # the wildcard patterns by their first dotted component (None: a wildcard there, `*.on_event`), in order:
+    # (position in the table, the text before the first wildcard, which a name must start with, the entry)
+    _patterns: dict[str | None, list[tuple[int, str, TableEntry]]] = field(default_factory=dict, repr=False)
 
     def add(self, entry: TableEntry) -> None:
         self.entries.append(entry)
         if "*" in entry.name:
             root = entry.root
             prefix = entry.name.split("*", 1)[0]
-            self._patterns.setdefault(None if "*" in root else root, []).append((prefix, entry))
+            key = None if "*" in root else root
+            self._patterns.setdefault(key, []).append((len(self.entries), prefix, entry))
         else:
             self._exact.setdefault(entry.name, entry)
 
@@ -102,17 +103,12 @@ class Table:
         found = self._exact.get(qualified_name)
         if found is not None or not self._patterns:
             return found
-        for prefix, entry in self._candidates(qualified_name.split(".", 1)[0]):
+        rooted, anywhere = self._patterns.get(qualified_name.split(".", 1)[0], ()), self._patterns.get(None, ())
+        candidates = sorted((*rooted, *anywhere)) if rooted and anywhere else rooted or anywhere  # table order
+        for _, prefix, entry in candidates:
             if qualified_name.startswith(prefix) and fnmatch.fnmatchcase(qualified_name, entry.name):
                 return entry
         return None
-
-    def _candidates(self, root: str) -> list[tuple[str, TableEntry]]:
-        rooted, anywhere = self._patterns.get(root, ()), self._patterns.get(None, ())
-        if not anywhere or not rooted:
-            return list(rooted or anywhere)
-        order = {id(entry): index for index, entry in enumerate(self.entries)}
-        return sorted((*rooted, *anywhere), key=lambda pair: order[id(pair[1])])
 
     def __contains__(self, qualified_name: object) -> bool:
         return isinstance(qualified_name, str) and self.match(qualified_name) is not None

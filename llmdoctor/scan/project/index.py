@@ -344,9 +344,10 @@ def index_module(source: str, tree: ast.Module, interest=None, platform: str = "
     reader.interest = interest
     reader.platform = _PLATFORMS.get(platform)
     reader.read_module(tree)
+    calls_model = reader.imports_model or (interest is not None and interest.names_model_path(source))
     index = ModuleIndex(bindings=reader.module_bindings, functions=reader.functions, classes=reader.classes,
                         imports=reader.runtime_imports, main_block=reader.main_block, unreachable=reader.unreachable,
-                        calls_model=interest is not None and interest.calls_model(source))
+                        calls_model=calls_model)
     if ("noqa" in source or "NOQA" in source or "llmdoctor:" in source) and _SUPPRESSION_HINT.search(source):
         # (a tokenizer pass costs as much as the parse: only when a comment can silence an llmdoctor finding)
         index.suppressions, index.file_ignores = _suppressions(source)
@@ -410,6 +411,7 @@ class _Reader:
         self.handed_lambdas: set[int] = set()
         self.route_prefixes: dict[str, str] = {}  # `router = APIRouter(prefix="/admin")` at module level
         self.kept_returns: set[int] = set()  # `return _client` under `if _client is not None:` (block)
+        self.imports_model = False  # an import of an LLM SDK or framework, anywhere (Interest.imports_model)
 
     # ------------------------------------------------------------------ module
 
@@ -751,6 +753,8 @@ class _Reader:
         elif kind is ast.Import or kind is ast.ImportFrom:
             for local, ref in _import_refs(node):
                 self.bind(local, ref)
+            if not self.imports_model and self.interest is not None:
+                self.imports_model = self.interest.imports_model(node)
         elif kind is ast.If:
             self.if_statement(node)
         elif kind is ast.With or kind is ast.AsyncWith:

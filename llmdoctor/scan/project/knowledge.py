@@ -4,6 +4,7 @@ class a handler, this module test code?"""
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import re
 import sys
@@ -194,12 +195,23 @@ class Interest:
     # the calls that run the coroutine they are handed on a loop of their own (`asyncio.run`, `*.run_until_complete`)
     runners: Patterns | None = None
     enters: Patterns | None = None  # the calls that enter the context manager they are handed (`enter_context`)
-    # what a module that calls a model has in its text: an import of an LLM SDK or framework (the SDK tables'
-    # `imports`), or a model API's HTTP path (sdk-logging.yaml `http_paths`); None: nothing tells
-    model_text: re.Pattern | None = None
+    # what a module that calls a model holds: an import of an LLM SDK or framework (the SDK tables' `imports`,
+    # anywhere in the module), or a model API's HTTP path in its text (sdk-logging.yaml `http_paths`)
+    model_imports: tuple[str, ...] = ()
+    model_paths: tuple[str, ...] = ()
 
-    def calls_model(self, source: str) -> bool:
-        return self.model_text is not None and self.model_text.search(source) is not None
+    def imports_model(self, node: ast.Import | ast.ImportFrom) -> bool:
+        """`import openai`, `from google import genai`, `from langchain_core.messages import ...`."""
+        if type(node) is ast.Import:
+            names = [alias.name for alias in node.names]
+        elif node.module and not node.level:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            return False
+        return any(name == prefix or name.startswith(prefix + ".") for name in names for prefix in self.model_imports)
+
+    def names_model_path(self, source: str) -> bool:
+        return any(path in source for path in self.model_paths)
 
     def runs_coroutine(self, ref: str | None) -> bool:
         """Whether a library call (`I:asyncio.new_event_loop().run_until_complete`) is one of `runners`."""
@@ -225,6 +237,7 @@ def _library_call_in(ref: str | None, names: Patterns | None) -> bool:
 def index_interest(catalog) -> Interest:
     found = catalog.memo.get("index-interest")
     if found is None:
+        from llmdoctor.scan.rules.logging_knowledge import logging_knowledge
         from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
 
         names: set[str] = set()
@@ -245,27 +258,10 @@ def index_interest(catalog) -> Interest:
         runners = Patterns(name for registration in knowledge.once_registrations
                            if registration.in_caller and registration.loop is None and registration.argument == 0
                            for name in (*registration.calls.exact, *registration.calls.globs))
-        found = catalog.memo["index-interest"] = Interest(frozenset(roots), frozenset(builtins),
-                                                          knowledge.reply_methods, prompts, runners, knowledge.enters,
-                                                          _model_text(catalog))
+        found = catalog.memo["index-interest"] = Interest(
+            frozenset(roots), frozenset(builtins), knowledge.reply_methods, prompts, runners, knowledge.enters,
+            tuple(sorted(sdk_knowledge(catalog).imports)), tuple(logging_knowledge(catalog).http_paths))
     return found
-
-
-def _model_text(catalog) -> re.Pattern | None:
-    from llmdoctor.scan.rules.logging_knowledge import logging_knowledge
-    from llmdoctor.scan.rules.sdk_knowledge import sdk_knowledge
-
-    imports = sorted(sdk_knowledge(catalog).imports)
-    paths = sorted(logging_knowledge(catalog).http_paths)
-    alternatives = [re.escape(path) for path in paths]
-    if imports:
-        names = "|".join(re.escape(name) for name in imports)
-        alternatives.append(rf"^[ \t]*(?:from|import)[ \t]+(?:{names})\b")
-    for name in imports:  # `from google import genai`
-        parent, _, child = name.rpartition(".")
-        if parent:
-            alternatives.append(rf"^[ \t]*from[ \t]+{re.escape(parent)}[ \t]+import\b[^\n]*\b{re.escape(child)}\b")
-    return re.compile("|".join(alternatives), re.MULTILINE) if alternatives else None
 
 
 def entry_knowledge(catalog) -> EntryKnowledge:
