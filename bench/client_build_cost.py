@@ -24,16 +24,19 @@ def median_ms(build, repeat: int) -> float:
     return statistics.median(times) * 1000
 
 
-def positive(text: str) -> int:
-    value = int(text) if text.isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of builds, 1 or more")
-    return value
+def count_of(unit: str):
+    """An argparse type: a whole number of `unit`, 1 or more."""
+    def positive(text: str) -> int:
+        value = int(text) if text.isdigit() else 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {unit}, 1 or more")
+        return value
+    return positive
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=positive, default=20, help="builds per figure, 1 or more (default 20)")
+    parser.add_argument("--repeat", type=count_of("builds"), default=20, help="builds per figure, 1 or more (default 20)")
     args = parser.parse_args()
     try:
         import boto3

@@ -51,6 +51,22 @@ def test_sdk_client_per_call_message_carries_cost_and_fixes():
     assert finding.extra["call"] == "openai.OpenAI"
 
 
+def test_a_connection_per_call_is_called_one_connection_not_a_pool():
+    [finding] = findings("""
+        import http.client
+        from fastapi import FastAPI
+        app = FastAPI()
+        @app.get("/search")
+        def search(q: str):
+            connection = http.client.HTTPSConnection("search.example.com", timeout=10)
+            connection.request("GET", f"/q?{q}")
+            return connection.getresponse().read()
+        """)
+    assert finding.line == 7 and finding.extra["call"] == "http.client.HTTPSConnection"
+    assert "builds a new client (one connection) on every call of `search`" in finding.message
+    assert "TLS handshake" in finding.message and "connection pool" not in finding.message
+
+
 def test_module_request_functions_in_a_server_module_carry_the_measured_cost():
     found = findings("""
         import httpx

@@ -191,6 +191,8 @@ def _mutated(change) -> str:
     (_mutated(lambda d: d["clients"][0].update(colour="red")), "clients[0].colour"),
     (_mutated(lambda d: d["clients"][0].update(local_kwargs="path")), "clients[0].local_kwargs"),
     (_mutated(lambda d: d["clients"][0].update(local_kwargs=["not a name"])), "clients[0].local_kwargs"),
+    (_mutated(lambda d: d["clients"][0].update(holds=["a pool"])), "clients[0].holds"),
+    (_mutated(lambda d: d["clients"][0].update(holds=" ")), "clients[0].holds"),
     (_mutated(lambda d: d["method_sets"]["mycorp"]["generation"]["ask"].update(strem_twin="x")),
      "method_sets.mycorp.generation.ask.strem_twin"),
     (_mutated(lambda d: d["method_sets"]["mycorp"].update(streaming="ask_stream")), "method_sets.mycorp.streaming"),

@@ -359,14 +359,14 @@ class ClientPerCall(Rule):
         if receiver.per_tenant:
             fix += f"; for per-tenant API keys derive from the shared client: `{receiver.per_tenant}`"
         if returned:
-            message = (f"`{shown}()` builds a new client (its own connection pool) each time {where} runs, and hands "
+            message = (f"`{shown}()` builds a new client ({receiver.holds}) each time {where} runs, and hands "
                        f"it to the caller: every call pays the setup and opens new connections{cost}")
             if any(decorator.rsplit(".", 1)[-1] == "property" for decorator in scope.decorators):
                 fix += f" (or keep the first one: `@functools.cached_property` in place of `@property` on {where})"
             else:
                 fix += f" (or cache the factory: `@functools.cache` on {where})"
         else:
-            message = (f"`{shown}()` builds a new client (its own connection pool) on every call of {where} and "
+            message = (f"`{shown}()` builds a new client ({receiver.holds}) on every call of {where} and "
                        f"drops it: each call pays the setup and opens new connections (no keep-alive){cost}")
         self.report(candidate.call, message, statement=candidate.statement, function=candidate.function,
                     fix=fix, call=candidate.callee, repeats=repeats, _per_call=True, **self._where(scope))

@@ -18,7 +18,7 @@ METHOD_KINDS = ("generation", "streaming", "structured", "not_generation")
 GENERATING_KINDS = ("generation", "streaming", "structured")
 METHOD_KEYS = {"stream_twin", "async_twin", "async", "positional", "stream_kwarg", "report_on_unknown_receiver",
                "local"}
-RECEIVER_KEYS = {"constructors", "module", "async", "async_twin", "pooled", "build_cost", "per_tenant", "timeout",
+RECEIVER_KEYS = {"constructors", "module", "async", "async_twin", "pooled", "holds", "build_cost", "per_tenant", "timeout",
                  "transparent_calls", "transparent_attributes", "methods", "request_methods", "local_kwargs"}
 METHOD_SET_KEYS = {"payload_kwargs", "exempt_when", "factories", *METHOD_KINDS}
 EXEMPT_KEYS = {"kwargs", "kwarg_equals", "kwarg_has_key", "kwarg_at_most", "no_model_call"}
@@ -45,6 +45,7 @@ class Receiver:
     is_async: bool
     async_twin: str | None = None
     pooled: bool = False
+    holds: str = "its own connection pool"  # what one holds, as LLM003's message says (`one connection`)
     build_cost: str | None = None
     per_tenant: str | None = None
     timeout: tuple[tuple[str, Any], ...] = ()
@@ -150,6 +151,7 @@ def _receiver(stem: str, name: str, entry: dict, is_module: bool) -> Receiver:
     return Receiver(
         name=name, table=stem, is_module=is_module, is_async=bool(entry.get("async", False)),
         async_twin=entry.get("async_twin"), pooled=bool(entry.get("pooled", False)),
+        **({"holds": entry["holds"]} if "holds" in entry else {}),
         build_cost=entry.get("build_cost"), per_tenant=entry.get("per_tenant"),
         timeout=tuple(sorted((entry.get("timeout") or {}).items())),
         transparent=frozenset([*(entry.get("transparent_calls") or ()), *(entry.get("transparent_attributes") or ())]),
@@ -228,6 +230,8 @@ def validate(stem: str, doc: dict, source: str | None = None) -> None:
                 raise fail(f"{where}.async", "say whether the calls must be awaited (true/false)")
             if not isinstance(entry.get("methods") or [], list):
                 raise fail(f"{where}.methods", "must be a list of method-set names")
+            if "holds" in entry and not (isinstance(entry["holds"], str) and entry["holds"].strip()):
+                raise fail(f"{where}.holds", "must be a short text of what one holds, e.g. 'one connection'")
             local = entry.get("local_kwargs") or []
             if not isinstance(local, list) or not all(isinstance(k, str) and k.isidentifier() for k in local):
                 raise fail(f"{where}.local_kwargs", "must be a list of keyword argument names")
