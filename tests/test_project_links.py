@@ -1570,6 +1570,51 @@ def test_reading_a_property_runs_its_getter(tmp_path):
     assert [step["function"] for step in read.extra["via"]] == ["chat", "Session.history"]
 
 
+def test_elements_of_a_path_listing_and_of_parents_are_paths(tmp_path):
+    """What `glob`, `rglob` and `iterdir` yield (also through `sorted`/`list`) and an element of `parents` are
+    `pathlib.Path`s (rules/common.yaml `library_results` `items`), so reading or appending to them blocks; a
+    path built from `__file__` exempts a read of a file shipped with the code, never a write (audit.log)."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/files.py": """
+        from pathlib import Path
+        PROJECT_ROOT = Path(__file__).resolve().parents[1]
+        AUDIT_LOG = PROJECT_ROOT / "audit.log"
+        PROMPTS = Path(__file__).parent / "prompts"
+        SKILLS = Path("skills")
+
+        def audit(line):
+            with AUDIT_LOG.open("a") as f:
+                f.write(line)
+
+        def prompt(name):
+            return (PROMPTS / f"{name}.txt").read_text()
+
+        def relevant(query):
+            for path in sorted(SKILLS.glob("*.md")):
+                if query in path.read_text():
+                    return path.name
+            for entry in SKILLS.iterdir():
+                entry.read_bytes()
+        """, "app/main.py": """
+        from fastapi import FastAPI
+        from app.files import audit, prompt, relevant
+        app = FastAPI()
+
+        @app.post("/shot")
+        async def shot():
+            audit("shot")
+            return prompt("shot")
+
+        @app.get("/recall")
+        async def recall(query: str):
+            return relevant(query)
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.path, f.line, f.extra["call"]) for f in findings] == [
+        ("app/main.py", 8, "pathlib.Path.open"), ("app/main.py", 13, "pathlib.Path.read_text")]
+    assert [(step["path"], step["line"]) for step in findings[0].extra["via"]] == [
+        ("app/main.py", 8), ("app/files.py", 9)]
+
+
 def test_a_chroma_collection_blocks_and_its_result_dict_does_not(tmp_path):
     """chromadb's sync collection reads its store on the loop (rules/llm004.yaml); the dict its `get` returns is
     no store (`results.get("ids")`), and a collection the client makes is a `chromadb.Collection`
@@ -3199,6 +3244,14 @@ ADMIN_CONSOLE_APP = {
         @app.get("/settings")
         async def settings():
             return count_users()
+
+        @app.post("/api/seed")
+        async def seed():
+            return count_users()
+
+        @app.get("/api/status")
+        async def status():
+            return count_users()
         """,
 }
 
@@ -3208,7 +3261,8 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     (`APIRouter(prefix=...)`, `Blueprint(url_prefix=...)`), serves an admin console (entrypoints.yaml
     `admin_console`): what only it reaches is `control-plane`. `/administrators/...` has no such segment: the
     helper it shares is `serving` through it. The operator's set-up and configuration routes (`/setup/...`,
-    `/.../config`) are admin routes too; a user's `/settings` is not."""
+    `/.../config`) are admin routes too, and so is a one-time seed (`/api/seed`); a user's `/settings` and a
+    status route a chat UI polls are not."""
     root = write(tmp_path, ADMIN_CONSOLE_APP)
     contexts = contexts_and_routes(root)
     assert contexts[("app/admin.py", 8)] == ("control-plane", "GET /api/admin/stats")
@@ -3218,7 +3272,10 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     assert contexts[("app/main.py", 14)] == ("control-plane", "POST /setup/llm")
     assert contexts[("app/main.py", 18)] == ("control-plane", "GET /api/config")
     assert contexts[("app/main.py", 22)] == ("serving", "GET /settings")
-    assert found(scan(root)) == [("app/main.py", 10, "LLM004"), ("app/main.py", 22, "LLM004")]
+    assert contexts[("app/main.py", 26)] == ("control-plane", "POST /api/seed")
+    assert contexts[("app/main.py", 30)] == ("serving", "GET /api/status")
+    assert found(scan(root)) == [("app/main.py", 10, "LLM004"), ("app/main.py", 22, "LLM004"),
+                                 ("app/main.py", 30, "LLM004")]
 
 
 def test_admin_console_segments():

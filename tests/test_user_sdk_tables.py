@@ -152,8 +152,9 @@ def test_plain_table_additions_still_work_alongside(tmp_path):
 
 
 @pytest.mark.parametrize("entry, key", [
-    ("{name: mycorp.Path.child}", "tables.library_results[0].type"),
+    ("{name: mycorp.Path.child}", "tables.library_results[0]"),
     ("{name: mycorp.Path.child, type: 'not a name'}", "tables.library_results[0].type"),
+    ("{name: mycorp.Path.children, items: [mycorp.Path]}", "tables.library_results[0].items"),
     ("{name: mycorp.Path.child, type: mycorp.Path, attribute: sometimes}", "tables.library_results[0].attribute"),
 ])
 def test_malformed_library_result_exits_2_naming_file_and_key(cli, tmp_path, entry, key):
@@ -175,6 +176,21 @@ def test_a_user_library_result_types_the_value(tmp_path):
         """)
     result = analyze_source("t.py", source.encode(), load_catalog([tmp_path / "r"]), ScanConfig(select=("LLM004",)))
     assert [(f.line, f.extra["call"]) for f in result.findings] == [(4, "pathlib.Path.write_bytes")]
+
+
+def test_a_user_library_result_types_the_elements(tmp_path):
+    write(tmp_path, "r/paths.yaml", "kind: tables\ntables:\n  library_results:\n"
+                                    "    - {name: mycorp.fs.Root.children, items: pathlib.Path}\n")
+    source = textwrap.dedent("""
+        from mycorp.fs import Root
+        def sizes():
+            return [1 for child in Root().children()]
+        async def save(data):
+            for child in Root().children():
+                child.write_bytes(data)
+        """)
+    result = analyze_source("t.py", source.encode(), load_catalog([tmp_path / "r"]), ScanConfig(select=("LLM004",)))
+    assert [(f.line, f.extra["call"]) for f in result.findings] == [(7, "pathlib.Path.write_bytes")]
 
 
 def _mutated(change) -> str:

@@ -620,10 +620,14 @@ def _add_tables(catalog: Catalog, path: Path, tables: Any, *, allow_new: bool) -
 
 
 def _check_library_result(path: Path, key: str, entry: TableEntry) -> None:
-    """rules/common.yaml `library_results`: each entry names the library type its value is."""
-    kind = entry.get("type")
-    if not isinstance(kind, str) or not all(part.isidentifier() for part in kind.split(".")):
-        raise _fail(path, f"{key}.type", "must be the dotted name of the library type the value is (pathlib.Path)")
+    """rules/common.yaml `library_results`: each entry names the library type its value is, or its elements are."""
+    if entry.get("type") is None and entry.get("items") is None:
+        raise _fail(path, key, "needs `type` (the library type the value is) or `items` (the type of its elements)")
+    for field, example in (("type", "pathlib.Path"), ("items", "pathlib.Path")):
+        kind = entry.get(field)
+        if kind is not None and (not isinstance(kind, str) or not all(part.isidentifier() for part in kind.split("."))):
+            what = "the value is" if field == "type" else "each element of the value is"
+            raise _fail(path, f"{key}.{field}", f"must be the dotted name of the library type {what} ({example})")
     if not isinstance(entry.get("attribute", False), bool):
         raise _fail(path, f"{key}.attribute", "must be true (an attribute) or false (a call's result)")
 

@@ -59,6 +59,7 @@ _PLATFORMS = {
 }
 _TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `try: ... except* E:` from Python 3.11
 _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
+_SAME_ELEMENTS = frozenset({"sorted", "list", "tuple", "reversed"})  # builtins whose result holds their argument's elements
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # statements that leave the block they end
 
 
@@ -858,10 +859,14 @@ class _Reader:
         names = _target_names(target)
         source = None
         method = iterable.func if type(iterable) is ast.Call else None
+        if type(method) is ast.Name and method.id in _SAME_ELEMENTS and len(iterable.args) == 1 \
+                and not self.lookup(method.id)[0]:  # `for p in sorted(root.glob("*.md"))`
+            iterable = iterable.args[0]
+            method = iterable.func if type(iterable) is ast.Call else None
         if type(target) is ast.Name:
             if type(method) is ast.Attribute and method.attr == "values" and not iterable.args:
                 source = method.value
-            elif method is None:
+            elif method is None or type(method) is ast.Attribute:  # a library call's elements: `root.glob("*")`
                 source = iterable
         elif type(target) is ast.Tuple and len(target.elts) == 2 and type(target.elts[1]) is ast.Name:
             if type(method) is ast.Attribute and method.attr == "items" and not iterable.args:

@@ -1227,24 +1227,30 @@ class ProjectModel:
         return found
 
     def _library(self, names: list[str], rest: list[str]) -> Target | None:
-        name = ".".join(names)
+        name: str | None = ".".join(names)
         for token in rest:
             if name:
                 name = self._library_step(name, token)
+            elif name is None:
+                return None
             elif token != CALLED:
                 name = token
         return Target("library", name=name) if name else None
 
-    def _library_step(self, name: str, token: str) -> str:
+    def _library_step(self, name: str, token: str) -> str | None:
         """The library value `token` makes of `name`: a call keeps a class's instance as the class, unless the
         call's result is another type (rules/common.yaml `library_results`: `path.joinpath(x)`, `path / x` is
-        a `pathlib.Path`), as an attribute may be (`path.parent`)."""
+        a `pathlib.Path`), as an attribute may be (`path.parent`); an element is of the type the table gives
+        the value's `items` (`path.parents[2]`, `for p in root.glob("*.md")` are paths), else unknown (None)."""
+        if token.startswith("["):
+            entry = self.library_results.match(name)
+            return entry.get("items") if entry is not None else None
         if token == CALLED:
             entry = self.library_results.match(name)
-            return entry.get("type") if entry is not None and not entry.get("attribute") else name
+            return (entry.get("type") or name) if entry is not None and not entry.get("attribute") else name
         name = f"{name}.{token}"
         entry = self.library_results.match(name)
-        return entry.get("type") if entry is not None and entry.get("attribute") else name
+        return (entry.get("type") or name) if entry is not None and entry.get("attribute") else name
 
     def _walk(self, current: Target | None, tokens: list[str], depth: int) -> Target | None:
         for token in tokens:
@@ -1264,9 +1270,8 @@ class ProjectModel:
         if kind == "pick":
             return _one_of(list(current.members)) if token == CALLED else None
         if kind == "library":
-            if token.startswith("["):
-                return None  # an item of a library call's result: unknown
-            return Target("library", name=self._library_step(current.name, token))
+            name = self._library_step(current.name, token)
+            return Target("library", name=name) if name else None
         if kind == "result":  # what a project function returned (its `return`, read by the index)
             function = self.nodes[current.node].function
             if token.startswith("[") and function.returns_items is not None:
@@ -1779,7 +1784,7 @@ class ProjectModel:
         uses = self.parameter_uses
         for call in node.function.calls:
             found = self.blocking_call(node.id, call)
-            if found is not None and not (found.file_io and (setup or call.shipped)) and \
+            if found is not None and not (found.file_io and (setup or (call.shipped and not _writes(found)))) and \
                     not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
                 if chosen[0] is None or (chosen[0].guards and not call.guards):
                     chosen = (call, found)
@@ -1952,6 +1957,16 @@ def _joined(tokens: list[str]) -> str:
     for token in tokens:
         out += token if token == CALLED or token.startswith("[") else (f".{token}" if out else token)
     return out
+
+
+def _writes(found: Blocking) -> bool:
+    """Whether a file call writes (`write_text`, `open(path, "a")`, `path.open("w")`): a file shipped with the
+    code is read, never written, so a path built from `__file__` that is written names the program's data."""
+    callee = found.callee
+    if callee.endswith((".write_text", ".write_bytes")):
+        return True
+    mode = found.call.literal if callee == "pathlib.Path.open" else found.call.mode
+    return bool(mode) and any(flag in mode for flag in "wax+")
 
 
 def _tokens(dotted: str) -> list[str]:
