@@ -623,11 +623,10 @@ def _check_library_result(path: Path, key: str, entry: TableEntry) -> None:
     """rules/common.yaml `library_results`: each entry names the library type its value is, or its elements are."""
     if entry.get("type") is None and entry.get("items") is None:
         raise _fail(path, key, "needs `type` (the library type the value is) or `items` (the type of its elements)")
-    for field, example in (("type", "pathlib.Path"), ("items", "pathlib.Path")):
-        kind = entry.get(field)
+    for part_of, what in (("type", "the value is"), ("items", "each element of the value is")):
+        kind = entry.get(part_of)
         if kind is not None and (not isinstance(kind, str) or not all(part.isidentifier() for part in kind.split("."))):
-            what = "the value is" if field == "type" else "each element of the value is"
-            raise _fail(path, f"{key}.{field}", f"must be the dotted name of the library type {what} ({example})")
+            raise _fail(path, f"{key}.{part_of}", f"must be the dotted name of the library type {what} (pathlib.Path)")
     if not isinstance(entry.get("attribute", False), bool):
         raise _fail(path, f"{key}.attribute", "must be true (an attribute) or false (a call's result)")
 
