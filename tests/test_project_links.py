@@ -1573,7 +1573,8 @@ def test_reading_a_property_runs_its_getter(tmp_path):
 def test_elements_of_a_path_listing_and_of_parents_are_paths(tmp_path):
     """What `glob`, `rglob` and `iterdir` yield (also through `sorted`/`list`) and an element of `parents` are
     `pathlib.Path`s (rules/common.yaml `library_results` `items`), so reading or appending to them blocks; a
-    path built from `__file__` exempts a read of a file shipped with the code, never a write (audit.log)."""
+    path built from `__file__` exempts a read of a file shipped with the code, never a write (audit.log). A
+    comprehension binds its variable as a loop does, only inside it."""
     root = write(tmp_path, {"app/__init__.py": "", "app/files.py": """
         from pathlib import Path
         PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -1594,9 +1595,13 @@ def test_elements_of_a_path_listing_and_of_parents_are_paths(tmp_path):
                     return path.name
             for entry in SKILLS.iterdir():
                 entry.read_bytes()
+
+        def notes(names):
+            path = "notes"
+            return [path.read_text() for path in SKILLS.rglob("*.txt")] + [path.upper() for path in names]
         """, "app/main.py": """
         from fastapi import FastAPI
-        from app.files import audit, prompt, relevant
+        from app.files import audit, notes, prompt, relevant
         app = FastAPI()
 
         @app.post("/shot")
@@ -1606,11 +1611,12 @@ def test_elements_of_a_path_listing_and_of_parents_are_paths(tmp_path):
 
         @app.get("/recall")
         async def recall(query: str):
-            return relevant(query)
+            return relevant(query) + notes([query])
         """})
     findings = [f for f in scan(root) if f.rule == "LLM004"]
-    assert [(f.path, f.line, f.extra["call"]) for f in findings] == [
-        ("app/main.py", 8, "pathlib.Path.open"), ("app/main.py", 13, "pathlib.Path.read_text")]
+    assert [(f.path, f.line, f.message.split("`")[1]) for f in findings] == [
+        ("app/main.py", 8, "audit()"), ("app/main.py", 13, "relevant()"), ("app/main.py", 13, "notes()")]
+    assert [f.extra["call"] for f in findings] == ["pathlib.Path.open", "pathlib.Path.read_text", "pathlib.Path.read_text"]
     assert [(step["path"], step["line"]) for step in findings[0].extra["via"]] == [
         ("app/main.py", 8), ("app/files.py", 9)]
 

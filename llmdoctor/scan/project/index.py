@@ -59,6 +59,7 @@ _PLATFORMS = {
 }
 _TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `try: ... except* E:` from Python 3.11
 _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _SAME_ELEMENTS = frozenset({"sorted", "list", "tuple", "reversed"})  # builtins whose result holds their argument's elements
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # statements that leave the block they end
 
@@ -353,6 +354,15 @@ def index_module(source: str, tree: ast.Module, interest=None, platform: str = "
         # (a tokenizer pass costs as much as the parse: only when a comment can silence an llmdoctor finding)
         index.suppressions, index.file_ignores = _suppressions(source)
     return index
+
+
+class _OutOfComprehension:
+    """A marker on the expression walk's stack: past it, a comprehension's variables are out of scope again."""
+
+    __slots__ = ("saved",)
+
+    def __init__(self, saved: list) -> None:
+        self.saved = saved
 
 
 class _Scope:
@@ -1471,6 +1481,11 @@ class _Reader:
             if kind is attribute:
                 stack.append(node.value)
                 continue
+            if kind is _OutOfComprehension:
+                self._unbind(node.saved)
+                continue
+            if kind in _COMPREHENSIONS and self.scope.kind == "function":
+                stack.append(_OutOfComprehension(self._bind_comprehension(node)))
             if kind is call:
                 self.call(node, function, mode)
                 stack.append(node.func)
@@ -1508,6 +1523,26 @@ class _Reader:
                     stack.extend([child for child in value if child is not None])
                 elif value is not None:
                     stack.append(value)
+
+    def _bind_comprehension(self, node: ast.expr) -> list:
+        """Bind a comprehension's variables as a `for` loop binds its own (`[p.read_text() for p in
+        root.glob("*.md")]`: each `p` is a path), keeping what the names held outside for `_unbind`."""
+        scope = self.scope
+        saved = []
+        for generator in node.generators:
+            for name, value in self._loop_values(generator.target, generator.iter):
+                saved.append((name, [(held, held.get(name, _MISSING))
+                                     for held in (scope.bindings, scope.params, scope.types, scope.loops)]))
+                self.bind(name, value)
+        return saved
+
+    def _unbind(self, saved: list) -> None:
+        for name, held in reversed(saved):
+            for mapping, value in held:
+                if value is _MISSING:
+                    mapping.pop(name, None)
+                else:
+                    mapping[name] = value
 
     def call(self, node: ast.Call, function: Function, how: int) -> None:
         if self.scope.params:
