@@ -162,7 +162,7 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
     if tree is None:  # CPython cannot read it: say why, in its words (libcst is never handed such a file)
         python_problem = python_parse_problem(source)
         if isinstance(python_problem, SyntaxError) and not _too_deep(python_problem):
-            result.errors.append(InputError(path, f"syntax error: {python_problem.msg}", python_problem.lineno))
+            result.errors.append(InputError(path, _syntax_error(python_problem, source), python_problem.lineno))
             return result
     elif active:  # second stage: the same pre-filters on what the code spells out (no comments or strings)
         facts = read_code(source, tree)
@@ -261,6 +261,27 @@ def _parse(source: str):
 
 def _no_validation(self) -> None:
     return None
+
+
+def _syntax_error(problem: SyntaxError, source: str) -> str:
+    """CPython's words; and where a Python older than 3.12 runs the scan and libcst's parser (which reads the
+    newer grammar) accepts the file, that it is newer Python, not a mistake: PEP 701 f-strings (`f"{", ".join(x)}"`),
+    `type` aliases and type parameters (`def first[T](items: list[T]) -> T`) are valid from 3.12 on."""
+    message = f"syntax error: {problem.msg}"
+    if sys.version_info >= (3, 12):
+        return message
+    import libcst as cst
+
+    try:
+        cst.parse_module(source)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # libcst rejects it too (a parser panic included): the user's mistake, in CPython's words
+        return message
+    running = ".".join(map(str, sys.version_info[:2]))
+    return (f"{message}; the file is newer Python than {running}, which runs llmdoctor, can read (3.12's f-strings, "
+            "`type` aliases or type parameters): run llmdoctor under the Python the project targets; the file was "
+            "not checked")
 
 
 def _too_deep(problem: BaseException | None) -> bool:
