@@ -276,7 +276,7 @@ def _syntax_error(problem: SyntaxError, source: str) -> str:
         cst.parse_module(source)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException:  # libcst rejects it too (a parser panic included): the user's mistake, in CPython's words
+    except BaseException:  # noqa: BLE001 (a pyo3 parser panic is a BaseException): the user's mistake, in CPython's words
         return message
     running = ".".join(map(str, sys.version_info[:2]))
     return (f"{message}; the file is newer Python than {running}, which runs llmdoctor, can read (3.12's f-strings, "
