@@ -224,6 +224,47 @@ def generate(messages, handle_error, is_none_or_empty):
 """)
 
 
+def test_an_error_logged_after_a_retry_loop_runs_once_every_attempt_failed():
+    """From memoryos (enhancement_pipeline.py): a loop whose `try` returns the answer and whose handler retries
+    ends only when every attempt failed, so an ERROR after it is an error report; an INFO there is still every
+    failed call's, and a loop that can also end by `break`, by its `else:` or without a `try` is no retry loop."""
+    check(HEAD + """
+import time
+
+def enhance(prompt, retries=3):
+    for attempt in range(retries):
+        try:
+            answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+            return answer.choices[0].message.content
+        except Exception as e:
+            time.sleep(1)
+    logger.error("enhancement failed; prompt: %s", prompt)
+    logger.info("enhancement failed; prompt: %s", prompt)  # hit
+
+def enhance_until(prompt):
+    while True:
+        try: return client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+        except TimeoutError: continue
+    logger.error("unreachable: %s", prompt)
+
+def enhance_or_stop(prompt, stop):
+    for attempt in range(3):
+        try:
+            if stop():
+                break
+            return client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+        except Exception:
+            time.sleep(1)
+    logger.error("stopped; prompt: %s", prompt)  # hit
+
+def first_short(prompts):
+    for prompt in prompts:
+        if len(prompt) < 10:
+            return prompt
+    logger.error("no short prompt among %s", prompts)  # hit
+""")
+
+
 # ------------------------------------------------------------------ sinks
 
 def test_sinks_and_levels():

@@ -256,6 +256,14 @@ class PayloadFlowRule(Rule):
         self.evaluator.beside_model = self.llm_module()
         self._bind(target_names(node.target), self.evaluator.iterated(node.iter))
 
+    def leave_For(self, node: cst.For) -> None:
+        if _returns_on_success(node):
+            self._branches[-1] = True  # what follows a retry loop runs once every attempt failed
+
+    def leave_While(self, node: cst.While) -> None:
+        if _returns_on_success(node):
+            self._branches[-1] = True
+
     def leave_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._assign([node.asname.name], node.item)
@@ -339,6 +347,45 @@ class PayloadFlowRule(Rule):
                 return True
             stack.extend(code_children(node))
         return False
+
+
+def _returns_on_success(loop: cst.For | cst.While) -> bool:
+    """A retry loop: a `try` in its body returns (the attempt worked) and handles what went wrong (`for attempt in
+    range(3): try: ...; return answer / except Exception: time.sleep(1)`), so the loop ends only when every
+    attempt failed; a loop with an `else:` or a `break` ends otherwise too."""
+    if loop.orelse is not None:
+        return False
+    statements = _statements(loop.body)
+    if _holds(statements, (cst.Break,)):
+        return False
+    return any(isinstance(statement, cst.Try) and statement.handlers and _holds(_statements(statement.body), (cst.Return,))
+               for statement in statements)
+
+
+def _statements(suite: cst.BaseSuite) -> list:
+    if isinstance(suite, cst.SimpleStatementSuite):  # `try: return x` on one line
+        return [cst.SimpleStatementLine(body=suite.body)]
+    return list(suite.body)
+
+
+def _holds(statements: list, kinds: tuple) -> bool:
+    """Whether one of `kinds` (`return`, `break`) is among `statements` or the blocks they open, outside nested
+    functions, classes and loops (a loop's own `break` ends that loop)."""
+    stack = list(statements)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, cst.SimpleStatementLine):
+            if any(isinstance(small, kinds) for small in statement.body):
+                return True
+        elif not isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.For, cst.While)):
+            parts = [getattr(statement, "body", None), getattr(statement, "orelse", None),
+                     getattr(statement, "finalbody", None), *getattr(statement, "handlers", ())]
+            for part in parts:
+                if isinstance(part, cst.If):  # an `elif`
+                    stack.append(part)
+                elif part is not None:
+                    stack.extend(_statements(part if isinstance(part, cst.BaseSuite) else part.body))
+    return False
 
 
 def _under_any(names, prefixes) -> bool:
