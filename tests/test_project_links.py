@@ -1621,6 +1621,48 @@ def test_elements_of_a_path_listing_and_of_parents_are_paths(tmp_path):
         ("app/main.py", 8), ("app/files.py", 9)]
 
 
+def test_a_module_level_name_a_start_up_hook_rebinds_holds_either_value(tmp_path):
+    """From axiom-rag-engine (main.py): the lifespan swaps the in-memory response cache for Redis through
+    `global`, so a handler's `_cache.get()` may be Redis's sync GET; a name only a lazy getter fills (`None` at
+    module level) and a rebinding to a value the module cannot tell leave the name as it was."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/cache.py": """
+        import redis
+
+        class MemoryCache:
+            def get(self, key):
+                return None
+
+        class RedisCache:
+            def __init__(self, url):
+                self.client = redis.Redis(host=url)
+
+            def get(self, key):
+                return self.client.get(key)
+        """, "app/main.py": """
+        from fastapi import FastAPI
+        from app.cache import MemoryCache, RedisCache
+        _cache = MemoryCache()
+        _other = MemoryCache()
+
+        async def lifespan(app):
+            global _cache, _other
+            _cache = RedisCache("redis")
+            if app:
+                from app.plugins import make_cache
+                _other = make_cache()
+            yield
+
+        app = FastAPI(lifespan=lifespan)
+
+        @app.get("/answer")
+        async def answer(key: str):
+            return _cache.get(key) or _other.get(key)
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM004"]
+    assert [(f.path, f.line, f.message.split("`")[1]) for f in findings] == [("app/main.py", 19, "_cache.get()")]
+    assert [step["function"] for step in findings[0].extra["via"]] == ["answer", "RedisCache.get"]
+
+
 def test_a_chroma_collection_blocks_and_its_result_dict_does_not(tmp_path):
     """chromadb's sync collection reads its store on the loop (rules/llm004.yaml); the dict its `get` returns is
     no store (`results.get("ids")`), and a collection the client makes is a `chromadb.Collection`

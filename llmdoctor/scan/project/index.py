@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from llmdoctor.scan.codefacts import COLLECTING_METHODS, NODE_FIELDS
@@ -394,6 +395,7 @@ class _Reader:
     def __init__(self, source: str) -> None:
         self.lines = None if source.isascii() else source.splitlines()
         self.reads_file = "__file__" in source  # (else no path of the code is built here: `_shipped`)
+        self.rebinds_globals = "global " in source  # (else no function rebinds a module-level name: `_rebound`)
         self.module_bindings: dict[str, str | None] = {}
         self.module_function = Function(key=MODULE_KEY, name="<module>", line=1)
         self.functions: list[Function] = [self.module_function]
@@ -431,6 +433,8 @@ class _Reader:
         module.bindings = self.module_bindings
         self.scopes = [module]
         self._collect_module_bindings(tree.body)
+        if self.rebinds_globals:
+            self._rebound(tree)
         self._runtime_imports(tree.body)
         self.block(tree.body)
         _mark_answers(self.module_function, module.flows, self.interest)
@@ -470,6 +474,31 @@ class _Reader:
                 for block in _blocks(statement):
                     self._collect_module_bindings(block)
         # a module-level def or class is itself the binding; keep "M:name" only when nothing else binds it
+
+    def _rebound(self, tree: ast.Module) -> None:
+        """A module-level name a function rebinds through `global` (a start-up hook swapping the in-memory cache
+        for Redis: `global _cache; _cache = RedisCache(url)`) holds either value wherever it is read; a value this
+        module cannot tell leaves the name as it was."""
+        bindings = self.module_bindings
+        for function in ast.walk(tree):
+            if type(function) not in _DEFS:
+                continue
+            names = {name for node in _own_statements(function.body) if type(node) is ast.Global
+                     for name in node.names if bindings.get(name) is not None}
+            for node in _own_statements(function.body) if names else ():
+                if type(node) is ast.Assign and len(node.targets) == 1:
+                    target, value = node.targets[0], node.value
+                elif type(node) is ast.AnnAssign and node.value is not None:
+                    target, value = node.target, node.value
+                else:
+                    continue
+                if type(target) is ast.Name and target.id in names:
+                    ref = self.value_ref(value)
+                    root = ref.split(":", 1)[0] if ref else ""
+                    if root in ("I", "M", "B") or (root[:1] == "R" and root[1:].isdigit()):  # the module can tell
+                        either = _either(bindings[target.id], ref)
+                        if either is not None:
+                            bindings[target.id] = either
 
     def _runtime_imports(self, body: list) -> None:
         for statement in body:
@@ -1941,6 +1970,17 @@ def _catches(names: ast.expr | None, exception: str) -> bool:
     """An `except` clause naming `exception` (alone or in a tuple)."""
     listed = names.elts if type(names) is ast.Tuple else [names] if names is not None else []
     return any(_text(name).rsplit(".", 1)[-1] == exception for name in listed)
+
+
+def _own_statements(body: list) -> Iterator[ast.stmt]:
+    """The statements of a function body, in its nested blocks too, not in the functions or classes it defines."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        if type(statement) not in _DEFS and type(statement) is not ast.ClassDef:
+            for block in reversed(_blocks(statement)):
+                stack.extend(reversed(block))
 
 
 def _either(first: str | None, second: str | None) -> str | None:
