@@ -1645,7 +1645,7 @@ def test_a_module_level_name_a_start_up_hook_rebinds_holds_either_value(tmp_path
         _other = MemoryCache()
 
         async def lifespan(app):
-            global _cache, _other
+            global _cache, _other  # swapped at start-up
             _cache = RedisCache("redis")
             if app:
                 from app.plugins import make_cache
@@ -1661,6 +1661,9 @@ def test_a_module_level_name_a_start_up_hook_rebinds_holds_either_value(tmp_path
     findings = [f for f in scan(root) if f.rule == "LLM004"]
     assert [(f.path, f.line, f.message.split("`")[1]) for f in findings] == [("app/main.py", 19, "_cache.get()")]
     assert [step["function"] for step in findings[0].extra["via"]] == ["answer", "RedisCache.get"]
+    main = root / "app" / "main.py"  # the same with Windows line ends (axiom-rag-engine's sdist has them)
+    main.write_bytes(main.read_bytes().replace(b"\n", b"\r\n"))
+    assert [(f.path, f.line) for f in scan(root) if f.rule == "LLM004"] == [("app/main.py", 19)]
 
 
 def test_a_chroma_collection_blocks_and_its_result_dict_does_not(tmp_path):

@@ -40,6 +40,7 @@ from llmdoctor.scan.codefacts import COLLECTING_METHODS, NODE_FIELDS
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # a comment that may silence an llmdoctor finding: a bare noqa, a noqa naming an LLM code, `llmdoctor: ...`
+_GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+?)[ \t]*(?:#[^\r\n]*)?\r?$", re.MULTILINE)
 _SUPPRESSION_HINT = re.compile(r"#\s*noqa(?!\s*:)|#\s*noqa\s*:[^\n]*\bLLM|llmdoctor:", re.IGNORECASE)
 MODULE_KEY = ""  # the pseudo-function of module-level code (and class bodies): runs at import
 
@@ -60,6 +61,8 @@ _PLATFORMS = {
 }
 _TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `try: ... except* E:` from Python 3.11
 _LAZY_TESTS = (ast.Name, ast.Attribute, ast.Subscript)
+_COMPOUND = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+                       ast.With, ast.AsyncWith, *_TRIES})  # statements that hold blocks (`_blocks`)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _SAME_ELEMENTS = frozenset({"sorted", "list", "tuple", "reversed"})  # builtins whose result holds their argument's elements
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # statements that leave the block they end
@@ -395,7 +398,9 @@ class _Reader:
     def __init__(self, source: str) -> None:
         self.lines = None if source.isascii() else source.splitlines()
         self.reads_file = "__file__" in source  # (else no path of the code is built here: `_shipped`)
-        self.rebinds_globals = "global " in source  # (else no function rebinds a module-level name: `_rebound`)
+        # the names `global` statements take (else no function rebinds a module-level name: `_rebound`)
+        self.global_names = {name.strip() for names in _GLOBAL_STATEMENT.findall(source) for name in names.split(",")} \
+            if "global " in source else set()
         self.module_bindings: dict[str, str | None] = {}
         self.module_function = Function(key=MODULE_KEY, name="<module>", line=1)
         self.functions: list[Function] = [self.module_function]
@@ -433,7 +438,7 @@ class _Reader:
         module.bindings = self.module_bindings
         self.scopes = [module]
         self._collect_module_bindings(tree.body)
-        if self.rebinds_globals:
+        if any(self.module_bindings.get(name) is not None for name in self.global_names):
             self._rebound(tree)
         self._runtime_imports(tree.body)
         self.block(tree.body)
@@ -480,9 +485,7 @@ class _Reader:
         for Redis: `global _cache; _cache = RedisCache(url)`) holds either value wherever it is read; a value this
         module cannot tell leaves the name as it was."""
         bindings = self.module_bindings
-        for function in ast.walk(tree):
-            if type(function) not in _DEFS:
-                continue
+        for function in _functions(tree.body):
             names = {name for node in _own_statements(function.body) if type(node) is ast.Global
                      for name in node.names if bindings.get(name) is not None}
             for node in _own_statements(function.body) if names else ():
@@ -1972,13 +1975,25 @@ def _catches(names: ast.expr | None, exception: str) -> bool:
     return any(_text(name).rsplit(".", 1)[-1] == exception for name in listed)
 
 
+def _functions(body: list) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every function defined in `body`, at any depth (methods and nested functions too), by statements only."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        if type(statement) in _DEFS:
+            yield statement
+        if type(statement) in _COMPOUND:
+            for block in reversed(_blocks(statement)):
+                stack.extend(reversed(block))
+
+
 def _own_statements(body: list) -> Iterator[ast.stmt]:
     """The statements of a function body, in its nested blocks too, not in the functions or classes it defines."""
     stack = list(reversed(body))
     while stack:
         statement = stack.pop()
         yield statement
-        if type(statement) not in _DEFS and type(statement) is not ast.ClassDef:
+        if type(statement) in _COMPOUND and type(statement) not in _DEFS and type(statement) is not ast.ClassDef:
             for block in reversed(_blocks(statement)):
                 stack.extend(reversed(block))
 
