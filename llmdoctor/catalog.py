@@ -82,6 +82,7 @@ class Check:
     hits: list = field(default_factory=list)
     near_misses: list = field(default_factory=list)
     fixes: tuple[FixSpec, ...] = ()
+    peer_codes: frozenset[str] = frozenset()  # other linters' codes for the same check: a noqa naming one silences it
 
     @property
     def prefix(self) -> str:
@@ -112,18 +113,26 @@ class Check:
         }
 
 
+# the keys a scan rule file has besides a check's (its pre-filter, tables and contexts; `peer_codes` is a check's)
+SCAN_KEYS = frozenset({"prefilter", "tables", "contexts", "peer_codes"})
+PEER_CODE = re.compile(r"^[A-Z]+[0-9]+$")  # a linter's rule code: `S113`, `ASYNC230`
+
+
 def help_markdown(doc: Any) -> str:
     """The documentation of a check in ruff's order (What it does / Why it matters / Example / Use instead /
     Fix safety); `doc` is a Check or a scan RuleSpec (same fields)."""
     fence = getattr(doc, "language", "python") or "text"
     fixes = "".join(f"- **{f.title}** ({f.safety}: {_SAFETY_WORDS[f.safety]}). {' '.join(f.description.split())}\n"
                     for f in getattr(doc, "fixes", ()))
+    peers = ", ".join(f"`{code}`" for code in sorted(doc.peer_codes))
     return (
         f"## What it does\n{doc.summary.strip()}\n\n## Why it matters\n{doc.why.strip()}\n\n"
         f"## Example\n```{fence}\n{doc.example.rstrip()}\n```\n\n"
         f"## Use instead\n```{fence}\n{doc.use_instead.rstrip()}\n```\n\n"
         f"## Fix safety\n{doc.fix_safety.strip()}\n"
         + (f"\n## Automatic fixes\n{fixes}" if fixes else "")
+        + (f"\n## Suppressing\n`# noqa: {doc.id}` on the line, or a `# noqa` naming this check's code in another "
+           f"linter: {peers}\n" if peers else "")
     )
 
 
@@ -250,7 +259,7 @@ def load_checks(shipped_dir: Path | None = None) -> CheckCatalog:
         if path.name == PREFIXES_FILE or not _TOP_LEVEL_ID.search(raw):  # knowledge tables have no id
             continue
         data = read_yaml(path, raw)
-        check = parse_check(path, data, catalog.prefixes, extra_keys={"prefilter", "tables", "contexts"})
+        check = parse_check(path, data, catalog.prefixes, extra_keys=SCAN_KEYS)
         if check.id in catalog.checks:
             raise _fail(path, "id", f"{check.id} is already defined in {catalog.checks[check.id].source}")
         catalog.checks[check.id] = check
@@ -301,9 +310,12 @@ def parse_check(path: Path, data: dict, prefixes: dict[str, Prefix], extra_keys:
         if not isinstance(items, list) or not items or not all(isinstance(i, (str, dict)) for i in items):
             raise _fail(path, f"examples.{kind}", "must be a non-empty list of examples (text, or mappings)")
         lists[kind] = items
+    peers = data.get("peer_codes", [])
+    if not isinstance(peers, list) or not all(isinstance(code, str) and PEER_CODE.match(code) for code in peers):
+        raise _fail(path, "peer_codes", "must be a list of upper-case linter codes like 'S113' or 'ASYNC230'")
     return Check(id=check_id, command=command, source=str(path), language=prefix.language, severities=cases,
                  hits=lists["hit"], near_misses=lists["near_miss"], fixes=_fixes(path, data.get("fixes", [])),
-                 **{key: _text(path, data, key) for key in DOC_KEYS})
+                 peer_codes=frozenset(peers), **{key: _text(path, data, key) for key in DOC_KEYS})
 
 
 def _fixes(path: Path, raw: Any) -> tuple[FixSpec, ...]:

@@ -33,6 +33,7 @@ from typing import Any
 
 from llmdoctor.catalog import (
     PREFIXES_FILE,
+    SCAN_KEYS,
     FixSpec,
     did_you_mean,
     help_markdown,
@@ -48,7 +49,7 @@ from llmdoctor.report.model import RuleInfo
 
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 QUALIFIED_NAME = re.compile(r"^[A-Za-z_*][A-Za-z0-9_*]*(\.[A-Za-z_*][A-Za-z0-9_*]*)*$")
-SCAN_KEYS = {"prefilter", "tables", "contexts"}
+
 # llmdoctor/scan/project/model.py
 CONTEXT_NAMES = ("serving", "worker", "control-plane", "scheduled", "run-once", "offline", "unknown")
 CONTEXT_VERDICTS = ("report", "off", "error", "warning", "info")
@@ -327,6 +328,7 @@ class RuleSpec:
     near_misses: list[str] = field(default_factory=list)
     contexts: dict[str, str] = field(default_factory=dict)  # execution context -> report / off / severity / if FLAG
     fixes: tuple[FixSpec, ...] = ()  # the automatic fixes the rule offers (its YAML `fixes`)
+    peer_codes: frozenset[str] = frozenset()  # other linters' codes for the same check: a noqa naming one silences it
 
     def fix(self, kind: str) -> FixSpec | None:
         return next((f for f in self.fixes if f.kind == kind), None)
@@ -506,7 +508,7 @@ def _load_shipped(catalog: Catalog, path: Path, data: dict, prefixes) -> bool:
         example=check.example, use_instead=check.use_instead, fix_safety=check.fix_safety, source=str(path),
         prefilter=prefilter, table_names=table_names, hits=check.hits, near_misses=check.near_misses,
         contexts=_contexts(path, data.get("contexts")),
-        fixes=check.fixes,
+        fixes=check.fixes, peer_codes=check.peer_codes,
     )
     return True
 

@@ -45,11 +45,13 @@ class Suppressions:
     on_line: dict[int, set[str]] = field(default_factory=dict)  # same-line comments
     above: dict[int, set[str]] = field(default_factory=dict)  # own-line ignore comments -> next code line
 
-    def silences(self, code: str, lines: tuple[int, ...]) -> bool:
+    def silences(self, code: str, lines: tuple[int, ...], peers: frozenset[str] = frozenset()) -> bool:
+        """Whether a comment on `lines` names `code`, every code, or one of `peers` (another linter's code for
+        the same check: `# noqa: S113` written for ruff silences LLM006 on that line)."""
         for line in lines:
             for table in (self.on_line, self.above):
                 codes = table.get(line)
-                if codes and (ALL in codes or code in codes):
+                if codes and (ALL in codes or code in codes or not peers.isdisjoint(codes)):
                     return True
         return False
 

@@ -354,7 +354,8 @@ def index_module(source: str, tree: ast.Module, interest=None, platform: str = "
     index = ModuleIndex(bindings=reader.module_bindings, functions=reader.functions, classes=reader.classes,
                         imports=reader.runtime_imports, main_block=reader.main_block, unreachable=reader.unreachable,
                         calls_model=calls_model)
-    if ("noqa" in source or "NOQA" in source or "llmdoctor:" in source) and _SUPPRESSION_HINT.search(source):
+    if ("noqa" in source or "NOQA" in source or "llmdoctor:" in source) and (
+            _SUPPRESSION_HINT.search(source) or (interest is not None and interest.names_peer_code(source))):
         # (a tokenizer pass costs as much as the parse: only when a comment can silence an llmdoctor finding)
         index.suppressions, index.file_ignores = _suppressions(source)
     return index

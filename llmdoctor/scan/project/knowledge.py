@@ -199,6 +199,7 @@ class Interest:
     # anywhere in the module), or a model API's HTTP path in its text (sdk-logging.yaml `http_paths`)
     model_imports: tuple[str, ...] = ()
     model_paths: tuple[str, ...] = ()
+    peer_codes: tuple[str, ...] = ()  # other linters' codes for a rule's check (rule files' `peer_codes`)
 
     def imports_model(self, node: ast.Import | ast.ImportFrom) -> bool:
         """`import openai`, `from google import genai`, `from langchain_core.messages import ...`."""
@@ -212,6 +213,10 @@ class Interest:
 
     def names_model_path(self, source: str) -> bool:
         return any(path in source for path in self.model_paths)
+
+    def names_peer_code(self, source: str) -> bool:
+        """Whether the text holds a peer linter's code, which a `# noqa` may name to silence a rule's finding."""
+        return any(code in source for code in self.peer_codes)
 
     def runs_coroutine(self, ref: str | None) -> bool:
         """Whether a library call (`I:asyncio.new_event_loop().run_until_complete`) is one of `runners`."""
@@ -260,7 +265,8 @@ def index_interest(catalog) -> Interest:
                            for name in (*registration.calls.exact, *registration.calls.globs))
         found = catalog.memo["index-interest"] = Interest(
             frozenset(roots), frozenset(builtins), knowledge.reply_methods, prompts, runners, knowledge.enters,
-            tuple(sorted(sdk_knowledge(catalog).imports)), tuple(logging_knowledge(catalog).http_paths))
+            tuple(sorted(sdk_knowledge(catalog).imports)), tuple(logging_knowledge(catalog).http_paths),
+            tuple(sorted({code for spec in catalog.rules.values() for code in spec.peer_codes})))
     return found
 
 

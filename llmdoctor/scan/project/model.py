@@ -203,6 +203,7 @@ class ProjectModel:
         self.cache_decorators = catalog.table("cache_decorators")
         self.streaming_table = catalog.table("streaming_responses")
         self.library_results = catalog.table("library_results")
+        self.peer_codes = {code: spec.peer_codes for code, spec in catalog.rules.items() if spec.peer_codes}
         self.nodes: list[Node] = []
         self.by_key: dict[tuple[str, str], int] = {}
         self.classes: dict[tuple[str, str], ClassInfo] = {}
@@ -535,14 +536,17 @@ class ProjectModel:
         return module is not None and any(first <= line <= last for first, last in module.unreachable)
 
     def suppressed(self, path: str, code: str, lines) -> bool:
+        """Whether a comment silences `code` on one of `lines` of `path`: by its code, every code, or a peer
+        linter's code for the same check (the rule's `peer_codes`: ruff's `S113` for LLM006)."""
         module = self.modules.get(path)
         if module is None or not module.suppressions and not module.file_ignores:
             return False
         if "*" in module.file_ignores or code in module.file_ignores:
             return True
+        peers = self.peer_codes.get(code, frozenset())
         for line in lines:
             codes = module.suppressions.get(line)
-            if codes and ("*" in codes or code in codes):
+            if codes and ("*" in codes or code in codes or not peers.isdisjoint(codes)):
                 return True
         return False
 
