@@ -10,9 +10,11 @@ built one client, as a request handler of a running server would.
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import sys
 import time
+from types import ModuleType
 
 
 def median_ms(build, repeat: int) -> float:
@@ -34,25 +36,34 @@ def count_of(unit: str):
     return positive
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=count_of("builds"), default=20, help="builds per figure, 1 or more (default 20)")
-    args = parser.parse_args()
+def start(doc: str, unit: str, package: str) -> tuple[int, ModuleType] | None:
+    """A cost script's command line (`--repeat` of `unit`, exit 2 on a bad one) and the package it measures;
+    None, having said how to get it, when the package is not installed."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeat", type=count_of(unit), default=20, help=f"{unit} per figure, 1 or more (default 20)")
+    repeat = parser.parse_args().repeat
     try:
-        import boto3
+        return repeat, importlib.import_module(package)
     except ImportError:
-        print("boto3 is not installed: pip install boto3", file=sys.stderr)
+        print(f"{package} is not installed: pip install {package}", file=sys.stderr)
+        return None
+
+
+def main() -> int:
+    started = start(__doc__, "builds", "boto3")
+    if started is None:
         return 2
+    repeat, boto3 = started
     region = {"region_name": "us-east-1"}
     boto3.client("bedrock-runtime", **region)  # imports and the default session's loader caches, once
-    print(f"boto3 {boto3.__version__}, median of {args.repeat}")
+    print(f"boto3 {boto3.__version__}, median of {repeat}")
     cases = {
         'boto3.client("bedrock-runtime")': lambda: boto3.client("bedrock-runtime", **region),
         'boto3.client("s3")': lambda: boto3.client("s3", **region),
         'boto3.Session().client("bedrock-runtime")': lambda: boto3.Session().client("bedrock-runtime", **region),
     }
     for name, build in cases.items():
-        print(f"  {name:45s} {median_ms(build, args.repeat):7.1f} ms")
+        print(f"  {name:45s} {median_ms(build, repeat):7.1f} ms")
     return 0
 
 

@@ -9,30 +9,25 @@ an `async def` login handler holds its event loop when it calls them there.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from client_build_cost import count_of, median_ms
+from client_build_cost import median_ms, start
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=count_of("calls"), default=20, help="calls per figure, 1 or more (default 20)")
-    args = parser.parse_args()
-    try:
-        import bcrypt
-    except ImportError:
-        print("bcrypt is not installed: pip install bcrypt", file=sys.stderr)
+    started = start(__doc__, "calls", "bcrypt")
+    if started is None:
         return 2
+    repeat, bcrypt = started
     salt = bcrypt.gensalt()
     stored = bcrypt.hashpw(b"correct horse", salt)
-    print(f"bcrypt {bcrypt.__version__}, cost {salt.decode()[4:6]}, median of {args.repeat}")
+    print(f"bcrypt {bcrypt.__version__}, cost {salt.decode()[4:6]}, median of {repeat}")
     cases = {
         "bcrypt.hashpw(password, gensalt())": lambda: bcrypt.hashpw(b"correct horse", bcrypt.gensalt()),
         "bcrypt.checkpw(password, stored)": lambda: bcrypt.checkpw(b"correct horse", stored),
     }
     for name, call in cases.items():
-        print(f"  {name:40s} {median_ms(call, args.repeat):7.1f} ms")
+        print(f"  {name:40s} {median_ms(call, repeat):7.1f} ms")
     return 0
 
 

@@ -1621,6 +1621,35 @@ def test_elements_of_a_path_listing_and_of_parents_are_paths(tmp_path):
         ("app/main.py", 8), ("app/files.py", 9)]
 
 
+def test_a_write_is_told_the_write_fix_and_a_read_the_read_fix(tmp_path):
+    """`open(path, "w")` and `path.open("a")` (whose mode is its first argument) write: their fix names
+    `write_text`, directly and at the end of a chain; a read's names `read_text`."""
+    root = write(tmp_path, {"app.py": """
+        from pathlib import Path
+        from fastapi import FastAPI
+        app = FastAPI()
+        LOG = Path("audit.log")
+
+        def audit(line):
+            with LOG.open("a") as f:
+                f.write(line)
+
+        @app.post("/notes")
+        async def notes(text: str):
+            audit(text)
+            with open("notes.txt", "w") as f:
+                f.write(text)
+            with LOG.open("a") as f:
+                f.write(text)
+            return LOG.open().read()
+        """})
+    fixes = {f.line: f.fix for f in scan(root) if f.rule == "LLM004"}
+    assert sorted(fixes) == [13, 14, 16, 18]
+    for line in (13, 14, 16):
+        assert "path.write_text, text" in fixes[line] and "read_text" not in fixes[line]
+    assert "path.read_text" in fixes[18] and "write_text" not in fixes[18]
+
+
 def test_a_module_level_name_a_start_up_hook_rebinds_holds_either_value(tmp_path):
     """From axiom-rag-engine (main.py): the lifespan swaps the in-memory response cache for Redis through
     `global`, so a handler's `_cache.get()` may be Redis's sync GET; a name only a lazy getter fills (`None` at

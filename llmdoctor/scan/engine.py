@@ -229,8 +229,8 @@ def _analyze_module(path: str, data: bytes, catalog: Catalog, config: ScanConfig
             pending = run_rules(module, active, catalog, OFFLOAD_METHODS, source)
             if pending:
                 tree = facts.tree if facts is not None and parsed is source else None  # else: of the pruned text
-                result.findings, result.suppressed = _positioned(path, module, parsed, source, pending, config, tree,
-                                                                 catalog)
+                result.findings, result.suppressed = _positioned(path, module, parsed, source, pending, config,
+                                                                 catalog, tree)
     except RecursionError:
         result.errors.append(InputError(
             path, f"expressions nested too deeply to analyse (over {DEEP_RECURSION_LIMIT} levels of "
@@ -313,8 +313,8 @@ def _deep_recursion():
         sys.setrecursionlimit(previous)
 
 
-def _positioned(path, module, parsed, source, pending, config: ScanConfig, tree=None,
-                catalog: Catalog | None = None) -> tuple[list[Finding], int]:
+def _positioned(path, module, parsed, source, pending, config: ScanConfig, catalog: Catalog,
+                tree=None) -> tuple[list[Finding], int]:
     """Findings with their positions (in `parsed`, the text libcst parsed: the same lines as `source`;
     `tree`: CPython's tree of `parsed`, when there is one already); those a suppression comment names (or names
     by a peer linter's code for the same check, `catalog`'s rule `peer_codes`) are counted, not kept."""
@@ -328,7 +328,7 @@ def _positioned(path, module, parsed, source, pending, config: ScanConfig, tree=
         lines = [where.start_line]
         if item.statement is not None and id(item.statement) in spans:
             lines.append(spans[id(item.statement)].start_line)
-        spec = catalog.rules.get(item.rule) if catalog is not None else None
+        spec = catalog.rules.get(item.rule)
         if suppressions.silences(item.rule, tuple(lines), spec.peer_codes if spec is not None else frozenset()):
             suppressed += 1
             continue

@@ -172,3 +172,19 @@ def annotation_name(annotation: cst.BaseExpression) -> str | None:
     if isinstance(annotation, cst.Attribute):
         return annotation.attr.value
     return None
+
+
+_OWN_SCOPE_ENDS = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def holds(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+    """Whether a statement of `kinds` (`return`, `break`) lies under `node` for `node`'s own flow: not inside a
+    nested loop (its `break` ends that loop), function, class or lambda."""
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if isinstance(child, kinds):
+            return True
+        if not isinstance(child, _OWN_SCOPE_ENDS):
+            stack.extend(child.children)
+    return False

@@ -46,14 +46,18 @@ class Suppressions:
     above: dict[int, set[str]] = field(default_factory=dict)  # own-line ignore comments -> next code line
 
     def silences(self, code: str, lines: tuple[int, ...], peers: frozenset[str] = frozenset()) -> bool:
-        """Whether a comment on `lines` names `code`, every code, or one of `peers` (another linter's code for
-        the same check: `# noqa: S113` written for ruff silences LLM006 on that line)."""
         for line in lines:
             for table in (self.on_line, self.above):
                 codes = table.get(line)
-                if codes and (ALL in codes or code in codes or not peers.isdisjoint(codes)):
+                if codes and silenced_by(codes, code, peers):
                     return True
         return False
+
+
+def silenced_by(codes, code: str, peers: frozenset[str] = frozenset()) -> bool:
+    """Whether a comment's `codes` silence `code`: they name it, every code, or one of `peers` (another linter's
+    code for the same check: `# noqa: S113` written for ruff silences LLM006 on that line)."""
+    return ALL in codes or code in codes or not peers.isdisjoint(codes)
 
 
 def parse_suppressions(source: str) -> Suppressions:

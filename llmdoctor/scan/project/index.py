@@ -487,9 +487,10 @@ class _Reader:
         module cannot tell leaves the name as it was."""
         bindings = self.module_bindings
         for function in _functions(tree.body):
-            names = {name for node in _own_statements(function.body) if type(node) is ast.Global
+            statements = list(_own_statements(function.body))
+            names = {name for node in statements if type(node) is ast.Global
                      for name in node.names if bindings.get(name) is not None}
-            for node in _own_statements(function.body) if names else ():
+            for node in statements if names else ():
                 if type(node) is ast.Assign and len(node.targets) == 1:
                     target, value = node.targets[0], node.value
                 elif type(node) is ast.AnnAssign and node.value is not None:

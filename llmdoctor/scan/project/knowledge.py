@@ -265,8 +265,9 @@ def index_interest(catalog) -> Interest:
                            for name in (*registration.calls.exact, *registration.calls.globs))
         found = catalog.memo["index-interest"] = Interest(
             frozenset(roots), frozenset(builtins), knowledge.reply_methods, prompts, runners, knowledge.enters,
-            tuple(sorted(sdk_knowledge(catalog).imports)), tuple(logging_knowledge(catalog).http_paths),
-            tuple(sorted({code for spec in catalog.rules.values() for code in spec.peer_codes})))
+            model_imports=tuple(sorted(sdk_knowledge(catalog).imports)),
+            model_paths=tuple(logging_knowledge(catalog).http_paths),
+            peer_codes=tuple(sorted({code for spec in catalog.rules.values() for code in spec.peer_codes})))
     return found
 
 

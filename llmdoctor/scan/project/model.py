@@ -51,6 +51,7 @@ from llmdoctor.scan.project.knowledge import (
     Registration,
 )
 from llmdoctor.scan.project.layout import Layout, console_scripts
+from llmdoctor.scan.suppressions import silenced_by
 
 SERVING = "serving"
 WORKER_CONTEXT = "worker"
@@ -179,6 +180,7 @@ class Blocking:
     serving_only: bool = False  # blocks only where requests are served (`input()`: a console program's own)
     autofix: str | None = "to_thread"  # the automatic fix of a direct call (the table's `autofix`; None: none)
     file_io: bool = False  # opens a file
+    writes: bool = False  # ... to write it (`write_text`, `open(path, "a")`, `path.open("w")`)
 
 
 class ProjectModel:
@@ -541,14 +543,10 @@ class ProjectModel:
         module = self.modules.get(path)
         if module is None or not module.suppressions and not module.file_ignores:
             return False
-        if "*" in module.file_ignores or code in module.file_ignores:
+        if silenced_by(module.file_ignores, code):
             return True
         peers = self.peer_codes.get(code, frozenset())
-        for line in lines:
-            codes = module.suppressions.get(line)
-            if codes and ("*" in codes or code in codes or not peers.isdisjoint(codes)):
-                return True
-        return False
+        return any(silenced_by(module.suppressions.get(line, ()), code, peers) for line in lines)
 
     # ------------------------------------------------------------------ linking
 
@@ -1438,13 +1436,13 @@ class ProjectModel:
                 return None  # os.waitpid(pid, os.WNOHANG) returns at once
             if call.literal and any(call.literal.startswith(p) for p in entry.get("nonblocking_paths") or ()):
                 return None  # open(f"/proc/{pid}/stat"): a kernel file, read from memory
-            instead = entry.get("use_instead")
-            if call.mode and any(flag in call.mode for flag in "wax+") and entry.get("use_instead_write"):
-                instead = entry.get("use_instead_write")
+            writes = _writes(call, qualified)
+            instead = entry.get("use_instead_write") if writes and entry.get("use_instead_write") else \
+                entry.get("use_instead")
             autofix = entry.get("autofix", "to_thread")  # `none`: the blocking work continues after the call
             return Blocking(call, qualified, f"use {instead}" if instead else None,
                             serving_only=bool(entry.get("serving_only")), file_io=bool(entry.get("file_io")),
-                            autofix=None if autofix == "none" else autofix)
+                            writes=writes, autofix=None if autofix == "none" else autofix)
         if method.exempt.no_model_call & set(call.keywords):
             return None  # litellm.completion(mock_response=...) answers without a model
         return Blocking(call, qualified, None, sdk=method,
@@ -1788,7 +1786,7 @@ class ProjectModel:
         uses = self.parameter_uses
         for call in node.function.calls:
             found = self.blocking_call(node.id, call)
-            if found is not None and not (found.file_io and (setup or (call.shipped and not _writes(found)))) and \
+            if found is not None and not (found.file_io and (setup or (call.shipped and not found.writes))) and \
                     not self.suppressed(node.path, "LLM004", (call.line, call.stmt_line)):
                 if chosen[0] is None or (chosen[0].guards and not call.guards):
                     chosen = (call, found)
@@ -1963,13 +1961,13 @@ def _joined(tokens: list[str]) -> str:
     return out
 
 
-def _writes(found: Blocking) -> bool:
-    """Whether a file call writes (`write_text`, `open(path, "a")`, `path.open("w")`): a file shipped with the
-    code is read, never written, so a path built from `__file__` that is written names the program's data."""
-    callee = found.callee
+def _writes(call: Call, callee: str) -> bool:
+    """Whether a file call writes (`write_text`, `open(path, "a")`, `path.open("w")`, whose mode is its first
+    argument): it is told the write fix, and a file shipped with the code is read, never written, so a path
+    built from `__file__` that is written names the program's data."""
     if callee.endswith((".write_text", ".write_bytes")):
         return True
-    mode = found.call.literal if callee == "pathlib.Path.open" else found.call.mode
+    mode = call.literal if callee == "pathlib.Path.open" else call.mode
     return bool(mode) and any(flag in mode for flag in "wax+")
 
 

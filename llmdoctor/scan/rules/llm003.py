@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from llmdoctor.scan.functionfacts import holds
 from llmdoctor.scan.project.link import ONLY_IN
 from llmdoctor.scan.project.model import SERVING, WORKER_CONTEXT
 from llmdoctor.scan.rule import Rule, frame_of
@@ -386,14 +387,7 @@ def _retries(loop: cst.CSTNode) -> bool:
             return False
     elif not isinstance(loop, cst.While):
         return False
-    stack = list(loop.body.children)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Return, cst.Break)):
-            return True
-        if not isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
-    return False
+    return holds(loop.body, (cst.Return, cst.Break))
 
 
 def _closure(escaped: set[str], sources: dict[str, set[str]]) -> set[str]:

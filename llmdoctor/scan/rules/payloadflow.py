@@ -26,7 +26,7 @@ import libcst as cst
 
 from llmdoctor.scan.codefacts import COLLECTING_METHODS
 from llmdoctor.scan.fastwalk import code_children
-from llmdoctor.scan.functionfacts import annotation_name, tested_empty
+from llmdoctor.scan.functionfacts import annotation_name, holds, tested_empty
 from llmdoctor.scan.rule import Rule
 from llmdoctor.scan.rules.payload import (
     METADATA,
@@ -353,39 +353,11 @@ def _returns_on_success(loop: cst.For | cst.While) -> bool:
     """A retry loop: a `try` in its body returns (the attempt worked) and handles what went wrong (`for attempt in
     range(3): try: ...; return answer / except Exception: time.sleep(1)`), so the loop ends only when every
     attempt failed; a loop with an `else:` or a `break` ends otherwise too."""
-    if loop.orelse is not None:
+    if loop.orelse is not None or holds(loop.body, (cst.Break,)):
         return False
-    statements = _statements(loop.body)
-    if _holds(statements, (cst.Break,)):
-        return False
-    return any(isinstance(statement, cst.Try) and statement.handlers and _holds(_statements(statement.body), (cst.Return,))
+    statements = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+    return any(isinstance(statement, cst.Try) and statement.handlers and holds(statement.body, (cst.Return,))
                for statement in statements)
-
-
-def _statements(suite: cst.BaseSuite) -> list:
-    if isinstance(suite, cst.SimpleStatementSuite):  # `try: return x` on one line
-        return [cst.SimpleStatementLine(body=suite.body)]
-    return list(suite.body)
-
-
-def _holds(statements: list, kinds: tuple) -> bool:
-    """Whether one of `kinds` (`return`, `break`) is among `statements` or the blocks they open, outside nested
-    functions, classes and loops (a loop's own `break` ends that loop)."""
-    stack = list(statements)
-    while stack:
-        statement = stack.pop()
-        if isinstance(statement, cst.SimpleStatementLine):
-            if any(isinstance(small, kinds) for small in statement.body):
-                return True
-        elif not isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.For, cst.While)):
-            parts = [getattr(statement, "body", None), getattr(statement, "orelse", None),
-                     getattr(statement, "finalbody", None), *getattr(statement, "handlers", ())]
-            for part in parts:
-                if isinstance(part, cst.If):  # an `elif`
-                    stack.append(part)
-                elif part is not None:
-                    stack.extend(_statements(part if isinstance(part, cst.BaseSuite) else part.body))
-    return False
 
 
 def _under_any(names, prefixes) -> bool:
