@@ -45,7 +45,7 @@ def test_every_set_is_present() -> None:
     assert sets.count("holdout19") >= 3 and sets.count("holdout20") >= 3 and sets.count("holdout21") >= 3
     assert sets.count("holdout22") >= 3 and sets.count("holdout23") >= 3
     assert sets.count("holdout24") >= 3 and sets.count("holdout25") >= 3 and sets.count("holdout26") >= 3
-    assert sets.count("holdout27") >= 3 and sets.count("holdout28") >= 3
+    assert sets.count("holdout27") >= 3 and sets.count("holdout28") >= 3 and sets.count("holdout29") >= 3
 
 
 def test_declared_control_plane_names_corpus_projects_and_valid_patterns() -> None:
