@@ -3931,3 +3931,53 @@ def test_a_module_named_like_a_framework_does_not_shadow_it_for_its_siblings(tmp
     (finding,) = scan(root)
     assert (finding.path, finding.line, finding.rule) == ("app/runners/telegram.py", 10, "LLM004")
     assert finding.extra["context"] == "serving" and finding.extra["entry"]["framework"] == "telegram"
+
+
+def test_an_item_of_a_tuple_in_an_annotated_list_has_the_item_s_type(tmp_path):
+    """From freeride-gateway (core/failover.py): the failover walk takes `chain: list[tuple[Provider, list[str]]]`
+    and unpacks each element (`for provider, keys in chain`), so `provider.forward_chat_stream(...)` is every
+    provider's stream, each of which opens a client per request; the other item (`keys`) is not a provider."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/providers.py": """
+        from typing import AsyncIterator, Protocol
+        import httpx
+
+        class Provider(Protocol):
+            def forward_chat_stream(self, body: dict) -> AsyncIterator[str]:
+                ...
+
+            def classify(self, status: int) -> str:
+                ...
+
+        class OpenAIProvider:
+            async def forward_chat_stream(self, body):
+                async with httpx.AsyncClient(timeout=30) as client:
+                    async with client.stream("POST", "https://api.openai.com/v1/chat/completions", json=body) as resp:
+                        async for line in resp.aiter_lines():
+                            yield line
+
+            def classify(self, status):
+                return "retry" if status == 429 else "fail"
+        """, "app/failover.py": """
+        from app.providers import Provider
+
+        async def try_stream(chain: list[tuple[Provider, list[str]]], body: dict):
+            for provider, keys in chain:
+                gen = provider.forward_chat_stream(body)
+                first = await gen.__anext__()
+                keys.forward_chat_stream(body)
+                return first, gen
+        """, "app/server.py": """
+        from fastapi import FastAPI
+        from app.failover import try_stream
+        from app.providers import OpenAIProvider
+        app = FastAPI()
+        CHAIN = [(OpenAIProvider(), ["key"])]
+
+        @app.post("/v1/chat/completions")
+        async def chat(body: dict):
+            return await try_stream(CHAIN, body)
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM003"]
+    assert [(f.path, f.line, f.extra["context"]) for f in findings] == [("app/providers.py", 14, "serving")]
+    assert [step["function"] for step in findings[0].extra["via"]] == [
+        "chat", "try_stream", "OpenAIProvider.forward_chat_stream"]

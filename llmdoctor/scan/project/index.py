@@ -74,6 +74,9 @@ CONTAINER = "A:"  # a container literal's reference: "A:{<member>|<member>}", an
 # a lambda's parameter, what the callee it is handed to calls it with: "X:{<callee>|<its parameter>|<position>}"
 LAMBDA_ARGUMENT = "X:"
 EITHER = "E:"  # what one of two branches bound: "E:{<member>|<member>}", the value is one of the members
+# a container of tuples (`list[tuple[Provider, str]]`): "T:{<first>|<second>}", an element's item i is member i ("" when
+# its type is not known)
+ROWS = "T:"
 MAX_EITHER = 4
 _MISSING = object()
 MAX_MEMBERS = 32  # a longer literal is data, not a table of implementations
@@ -663,6 +666,10 @@ class _Reader:
             kind = type(annotation)
         if kind is ast.Subscript:  # `List[RAGAgent]`, `dict[str, Provider]`: a container of such instances
             element = _element_annotation(annotation)
+            row = _row_annotation(element) if type(element) is ast.Subscript else None
+            if row is not None:  # `list[tuple[Provider, str]]`: a container of tuples, each item of its own type
+                items = [self._instance_of(item) or "" for item in row]
+                return _members_ref(ROWS, items) if any(items) else None
             member = self._instance_of(element) if element is not None else None
             return None if member is None or "|" in member or "}" in member else CONTAINER + "{" + member + "}"
         return self._instance_of(annotation)
@@ -899,7 +906,8 @@ class _Reader:
 
     def _loop_values(self, target: ast.expr, iterable: ast.expr) -> list[tuple[str, str | None]]:
         """What a loop variable holds: `for p in providers` an element of `providers`; `v` in
-        `for k, v in d.items()` and `for i, v in enumerate(items)` too."""
+        `for k, v in d.items()` and `for i, v in enumerate(items)` too; `p` in `for p, keys in chain`, item 0 of an
+        element."""
         names = _target_names(target)
         source = None
         method = iterable.func if type(iterable) is ast.Call else None
@@ -918,6 +926,11 @@ class _Reader:
             elif type(method) is ast.Name and method.id == "enumerate" and len(iterable.args) == 1 \
                     and not self.lookup("enumerate")[0]:
                 source = iterable.args[0]
+        if source is None and type(target) is ast.Tuple and all(type(item) is ast.Name for item in target.elts):
+            rows = self.ref(iterable)  # `for provider, keys in chain`: item i of each element
+            if rows is None or rows.endswith(":"):
+                return [(name, None) for name in names]
+            return [(name, f"{rows}[][{position}]") for position, name in enumerate(names)]
         element = self.ref(source) if source is not None else None
         if element is None or element.endswith(":"):
             return [(name, None) for name in names]
@@ -1869,6 +1882,14 @@ def _element_annotation(annotation: ast.Subscript) -> ast.expr | None:
             and arguments[1].value is Ellipsis:
         return arguments[0]
     return None
+
+
+def _row_annotation(annotation: ast.Subscript) -> list[ast.expr] | None:
+    """The item types of a fixed-length tuple annotation (`tuple[Provider, str]`), else None."""
+    if _text(annotation.value).rsplit(".", 1)[-1] not in ("Tuple", "tuple") or type(annotation.slice) is not ast.Tuple:
+        return None
+    items = annotation.slice.elts
+    return None if any(type(item) is ast.Constant and item.value is Ellipsis for item in items) else list(items)
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -36,6 +36,7 @@ from llmdoctor.scan.project.index import (
     LAMBDA_ARGUMENT,
     MODULE_KEY,
     PARAMETER,
+    ROWS,
     TYPE_GUARD,
     Call,
     ClassInfo,
@@ -142,15 +143,17 @@ class Context:
 class Target:
     """What a reference denotes: a project function/class/instance, a project module, or a library name."""
 
-    kind: str  # "function" | "class" | "instance" | "module" | "library" | "any" | "items" | "pick"
+    kind: str  # "function" | "class" | "instance" | "module" | "library" | "any" | "items" | "pick" | "row"
     node: int = -1  # function
     klass: tuple[str, str] | None = None  # (path, class key) for class / instance
     path: str = ""  # module
     name: str = ""  # library: the qualified name
-    members: tuple[Target, ...] = ()  # any: one of these; items: a container literal of these; pick: its .get
+    members: tuple[Target, ...] = ()  # any: one of these; items: a container literal of these; pick: its .get;
+    # row: a tuple's items, by position
 
 
 _PENDING = Target("pending")  # a resolution under way
+_UNKNOWN = Target("unknown")  # a tuple's item of no known type
 
 
 def _periodic_trigger(call: Call, trigger: tuple[int, str, frozenset[str]] | None) -> bool:
@@ -1142,6 +1145,13 @@ class ProjectModel:
                 return None
             found = self._called_with(node, parts[0], parts[1], int(parts[2]), depth)
             return self._walk(found, _tokens(rest[close + 1:]), depth)
+        if root + ":" == ROWS:
+            close = rest.find("}")
+            if not rest.startswith("{") or close < 0:
+                return None
+            items = tuple(self._resolve(node, item, depth + 1) if item else None for item in rest[1:close].split("|"))
+            row = Target("row", members=tuple(item or _UNKNOWN for item in items))
+            return self._walk(Target("items", members=(row,)), _tokens(rest[close + 1:]), depth)
         if root + ":" in (CONTAINER, EITHER):
             close = rest.find("}")
             if not rest.startswith("{") or close < 0:
@@ -1271,6 +1281,10 @@ class ProjectModel:
             return Target("pick", members=current.members) if token == "get" else None
         if kind == "pick":
             return _one_of(list(current.members)) if token == CALLED else None
+        if kind == "row":  # a tuple's item, by its position
+            position = int(token[1:-1]) if token.startswith("[") and token[1:-1].isdigit() else -1
+            item = current.members[position] if 0 <= position < len(current.members) else None
+            return item if item is not None and item.kind != "unknown" else None
         if kind == "library":
             name = self._library_step(current.name, token)
             return Target("library", name=name) if name else None
@@ -1342,7 +1356,7 @@ class ProjectModel:
         found: list[int] = []
         for ref in (call.ref, *(ref for _, ref in call.args)):
             root, _, rest = (ref or "").partition(":")
-            if not rest or root == "P" or root + ":" in (CONTAINER, EITHER):
+            if not rest or root == "P" or root + ":" in (CONTAINER, EITHER, ROWS):
                 continue
             tokens = _TOKENS.get(rest)
             if tokens is None:
