@@ -3144,7 +3144,7 @@ CONTROL_PLANE_APP = {
         async def update_rules(data: dict):
             save_rule(data)
 
-        @router.post("/providers/test")
+        @router.post("/backends/test")
         async def test_provider(url: str):
             return check_provider(url)
 
@@ -3332,6 +3332,10 @@ ADMIN_CONSOLE_APP = {
         @app.get("/api/status")
         async def status():
             return count_users()
+
+        @app.get("/api/providers/{name}/models")
+        async def provider_models(name: str):
+            return count_users()
         """,
 }
 
@@ -3341,8 +3345,8 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     (`APIRouter(prefix=...)`, `Blueprint(url_prefix=...)`), serves an admin console (entrypoints.yaml
     `admin_console`): what only it reaches is `control-plane`. `/administrators/...` has no such segment: the
     helper it shares is `serving` through it. The operator's set-up and configuration routes (`/setup/...`,
-    `/.../config`) are admin routes too, and so is a one-time seed (`/api/seed`); a user's `/settings` and a
-    status route a chat UI polls are not."""
+    `/.../config`) are admin routes too, and so are a one-time seed (`/api/seed`) and the model providers' set-up
+    (`/api/providers/...`); a user's `/settings` and a status route a chat UI polls are not."""
     root = write(tmp_path, ADMIN_CONSOLE_APP)
     contexts = contexts_and_routes(root)
     assert contexts[("app/admin.py", 8)] == ("control-plane", "GET /api/admin/stats")
@@ -3354,6 +3358,7 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     assert contexts[("app/main.py", 22)] == ("serving", "GET /settings")
     assert contexts[("app/main.py", 26)] == ("control-plane", "POST /api/seed")
     assert contexts[("app/main.py", 30)] == ("serving", "GET /api/status")
+    assert contexts[("app/main.py", 34)] == ("control-plane", "GET /api/providers/{name}/models")
     assert found(scan(root)) == [("app/main.py", 10, "LLM004"), ("app/main.py", 22, "LLM004"),
                                  ("app/main.py", 30, "LLM004")]
 
