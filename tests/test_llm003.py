@@ -531,3 +531,35 @@ def test_explain_states_cost_and_limits(cli):
     text = " ".join(result.stdout.split())
     assert "40-48 ms" in text and "43 ms" in text and "urllib3.request()" in text
     assert "request entry point" in text and "tests" in text
+
+
+def test_a_retry_loop_that_backs_off_after_a_failure_still_builds_a_pool_per_call():
+    """From petsitter (proxy.py:849): the proxy's upstream call retries on 429/5xx and sleeps before the next
+    attempt, so the loop sleeps only after a failure and every request builds a client on its first attempt;
+    a polling loop that waits before each request (gpt-researcher's image poll) is still exempt."""
+    source = """
+        import asyncio
+        import httpx
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def chat(payload: dict):
+            for attempt in range(3):
+                async with httpx.AsyncClient() as client:
+                    response = await client.post("https://api.openai.com/v1/chat/completions", json=payload)
+                if response.status_code not in (429, 503):
+                    break
+                await asyncio.sleep(2 ** attempt)
+            return response.json()
+
+        @app.get("/images/{request_id}")
+        async def image(request_id: str):
+            for _ in range(30):
+                await asyncio.sleep(5)
+                async with httpx.AsyncClient() as client:
+                    body = (await client.post(f"https://api.example.com/fetch/{request_id}")).json()
+                if body["status"] == "success":
+                    return body["output"]
+        """
+    assert lines(source) == [10]

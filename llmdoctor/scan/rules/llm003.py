@@ -9,7 +9,8 @@ Two shapes, inside a function:
 Whether the function runs per request is the project model's answer (its execution context, the YAML's
 `contexts:`): on a serving path, in any module, it is reported with the chain from the entry point; in
 unknown code only where the calls visibly repeat (a loop that neither sleeps nor retries: the `repeats` flag);
-never inside a polling loop (one that sleeps between requests).
+never inside a polling loop (one that sleeps between requests; a retry loop sleeping after its request backs
+off after a failure, and is not one).
 The rule decides the local part, by value flow when the function is left: an object stored somewhere that
 outlives the call (an attribute or subscript, a global, a storing method such as `registry.add(c)`, a
 closure) is a reused client, not a per-call one; one that is returned makes the function a factory, which is
@@ -47,6 +48,7 @@ class _Candidate:
     http: bool  # an HTTP library's function or client (not an SDK client)
     loops: tuple[int, ...]  # id() of the loops around the call
     function: str  # the project model's key of the function holding the call
+    waited: bool = False  # its innermost loop slept before it (`sleep(interval)`, then the request: polling)
 
 
 @dataclass
@@ -294,7 +296,8 @@ class ClientPerCall(Rule):
         if executing is not None:
             http = not constructor or callee in self._knowledge.request_methods
             executing.candidates.append(_Candidate(node, self.context.statement, callee, constructor, http,
-                                                   tuple(self._loops), self.context.function_key))
+                                                   tuple(self._loops), self.context.function_key,
+                                                   bool(self._loops) and self._loops[-1] in self._polling))
 
     def _builds_pool(self, expr: cst.CSTNode, any_call: bool = False) -> bool:
         """`expr` contains a call of a pooled constructor (`http_client=httpx.Client()` is a fresh pool); with
@@ -338,8 +341,11 @@ class ClientPerCall(Rule):
         where = {"lambda": "a lambda", "module": "the module's top-level code", "class": "a class body"}.get(
             scope.kind, f"`{scope.name}`")
         shown = dotted_name(candidate.call.func) or candidate.callee
-        if candidate.loops and candidate.loops[-1] in self._polling:
-            return  # a polling loop: the sleep between requests dwarfs a pool's setup, wherever it runs
+        if candidate.loops and candidate.loops[-1] in self._polling and (
+                candidate.waited or candidate.loops[-1] not in self._retrying):
+            # a polling loop: the sleep between requests dwarfs a pool's setup, wherever it runs; a retry loop that
+            # sleeps after its request (a backoff, once the attempt failed) built the pool per call like any other
+            return
         repeats = bool(candidate.loops) and not (self._polling | self._retrying).intersection(candidate.loops)
         if not candidate.constructor:
             library = self._knowledge.module_functions[candidate.callee]
