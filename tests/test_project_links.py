@@ -3986,3 +3986,58 @@ def test_an_item_of_a_tuple_in_an_annotated_list_has_the_item_s_type(tmp_path):
     assert [(f.path, f.line, f.extra["context"]) for f in findings] == [("app/providers.py", 14, "serving")]
     assert [step["function"] for step in findings[0].extra["via"]] == [
         "chat", "try_stream", "OpenAIProvider.forward_chat_stream"]
+
+
+def test_a_returned_tuple_s_item_given_differently_by_two_returns_is_either(tmp_path):
+    """From lestrade (llm/__init__.py): `get_llm` returns `(_ollama, name)` for a local model and `(_openai, model)`
+    otherwise; the route's `llm, model = get_llm(...)` is either client, and the Ollama one opens a client per
+    streamed completion; a function returning the OpenAI client either way reaches only its kept client."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/llm.py": """
+        import httpx
+
+        class OllamaLLM:
+            async def chat_stream(self, model, messages):
+                async with httpx.AsyncClient(timeout=60) as client:
+                    async with client.stream("POST", "http://localhost:11434/api/chat", json=messages) as resp:
+                        async for line in resp.aiter_lines():
+                            yield line
+
+        class OpenAILLM:
+            def __init__(self):
+                self.client = httpx.AsyncClient(timeout=60)
+
+            async def chat_stream(self, model, messages):
+                async with self.client.stream("POST", "https://api.openai.com/v1/chat/completions") as resp:
+                    async for line in resp.aiter_lines():
+                        yield line
+
+        _ollama = OllamaLLM()
+        _openai = OpenAILLM()
+
+        def get_llm(model):
+            if model.startswith("ollama/"):
+                return _ollama, model.split("/", 1)[1]
+            return _openai, model
+
+        def get_remote(model):
+            if model.startswith("openai/"):
+                return _openai, model.split("/", 1)[1]
+            return _openai, model
+        """, "app/server.py": """
+        from fastapi import FastAPI
+        from fastapi.responses import StreamingResponse
+        from app.llm import get_llm, get_remote
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def chat(body: dict):
+            llm, model = get_llm(body["model"])
+            return StreamingResponse(llm.chat_stream(model, body["messages"]))
+
+        @app.post("/v2/chat/completions")
+        async def chat_remote(body: dict):
+            llm, model = get_remote(body["model"])
+            return StreamingResponse(llm.chat_stream(model, body["messages"]))
+        """})
+    findings = [(f.path, f.line, f.extra["entry"]["route"]) for f in scan(root) if f.rule == "LLM003"]
+    assert findings == [("app/llm.py", 6, "POST /v1/chat/completions")]
