@@ -4041,3 +4041,44 @@ def test_a_returned_tuple_s_item_given_differently_by_two_returns_is_either(tmp_
         """})
     findings = [(f.path, f.line, f.extra["entry"]["route"]) for f in scan(root) if f.rule == "LLM003"]
     assert findings == [("app/llm.py", 6, "POST /v1/chat/completions")]
+
+
+def test_a_default_hook_that_gives_back_its_argument_stands_for_its_overrides(tmp_path):
+    """From petsitter (trick.py, proxy.py): `Trick.pre_hook(self, context, params)` only returns `context`; the
+    proxy's handler runs each configured trick's hook, and what runs is a subclass's override, one of which calls
+    the model again with a sync httpx client on the loop. A default with a body of its own (`return []`) is no
+    stand-in: a call on the base runs it."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/tricks.py": """
+        import httpx
+
+        class Trick:
+            def pre_hook(self, context: list, params: dict) -> list:
+                \"\"\"Modify context before it reaches the model.\"\"\"
+                return context
+
+            def tools(self) -> list:
+                return []
+
+        class Politeify(Trick):
+            def pre_hook(self, context, params):
+                with httpx.Client(timeout=30) as client:
+                    reply = client.post("http://localhost:8080/v1/chat/completions", json={"messages": context})
+                return context + [reply.json()]
+
+            def tools(self):
+                return [httpx.get("http://localhost:8080/tools", timeout=5).json()]
+        """, "app/server.py": """
+        from fastapi import FastAPI
+        from app.tricks import Trick
+        app = FastAPI()
+        TRICKS: list[Trick] = []
+
+        @app.post("/v1/chat/completions")
+        async def chat(body: dict):
+            context = body["messages"]
+            for trick in TRICKS:
+                context = trick.pre_hook(context, body)
+                body["tools"] = trick.tools()
+            return context
+        """})
+    assert [(f.path, f.line) for f in scan(root) if f.rule == "LLM004"] == [("app/server.py", 11)]

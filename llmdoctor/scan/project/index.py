@@ -179,7 +179,8 @@ class Function:
     # the containers it stores its first parameter in (`registry[name] = cls`, `registry.append(cls)`): a
     # registering decorator; the classes it decorates are the container's elements
     registers: list[str] = field(default_factory=list)
-    abstract: bool = False  # a method with no body of its own (`...`, `pass`, `raise NotImplementedError`)
+    # a method with no body of its own (`...`, `pass`, `raise NotImplementedError`, a hook giving back its argument)
+    abstract: bool = False
     # its parameters after self/cls: the positional ones, then "*" and the keyword-only ones (`*args` and
     # `**kwargs` left out)
     parameters: list[str] = field(default_factory=list)
@@ -1362,7 +1363,7 @@ class _Reader:
         if outer.kind == "class":
             function.owner = outer.klass.key
             function.static = "staticmethod" in names
-            function.abstract = "abstractmethod" in names or _no_body(node.body)
+            function.abstract = "abstractmethod" in names or _no_body(node.body) or _passes_through(node)
             function.accessor = not names.isdisjoint(ACCESSOR_DECORATORS)
             outer.klass.methods.setdefault(node.name, key)
         elif outer.kind == "function":
@@ -1862,6 +1863,17 @@ def _no_body(body: list) -> bool:
         raised = statement.exc.func if type(statement.exc) is ast.Call else statement.exc
         return type(raised) is ast.Name and raised.id == "NotImplementedError"
     return False
+
+
+def _passes_through(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A default hook that gives back what it was given (`def pre_hook(self, context, params): return context`,
+    after a docstring): it does nothing of its own, so what runs is a subclass's override."""
+    body = node.body[1:] if node.body and type(node.body[0]) is ast.Expr and \
+        type(node.body[0].value) is ast.Constant and isinstance(node.body[0].value.value, str) else node.body
+    if len(body) != 1 or type(body[0]) is not ast.Return or type(body[0].value) is not ast.Name:
+        return False
+    parameters = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs][1:]
+    return body[0].value.id in {parameter.arg for parameter in parameters}
 
 
 # typing and builtin containers: their last type argument is the type of an element (a mapping's: a value)
