@@ -120,3 +120,22 @@ def test_test_modules() -> None:
     assert corpus.is_test_module("pkg/conftest.py")
     assert corpus.is_test_module("src/pkg/foo_test.py")
     assert not corpus.is_test_module("app/contest.py")
+
+
+def test_the_ruff_cross_check_leaves_out_files_ruff_cannot_parse(tmp_path: Path) -> None:
+    """petsitter ships a trick template (`class <Name>Trick(Trick):`) no Python parses: ruff reports it as
+    `invalid-syntax` findings, which are none of the checks the cross-check compares."""
+    import json
+
+    import run
+
+    fake = tmp_path / "ruff"
+    items = [{"code": "invalid-syntax", "filename": str(tmp_path / "template.py"), "location": {"row": 9},
+              "message": "Expected a statement"},
+             {"code": "ASYNC230", "filename": str(tmp_path / "server.py"), "location": {"row": 869},
+              "message": "Async functions should not open files with blocking methods like `open`"}]
+    fake.write_text(f"#!{sys.executable}\nprint({json.dumps(json.dumps(items))})\n")
+    fake.chmod(0o755)
+    found = run.ruff_check([str(fake)], tmp_path)
+    assert [(finding.code, finding.path, finding.line, finding.rule) for finding in found] == [
+        ("ASYNC230", "server.py", 869, "LLM004")]

@@ -183,10 +183,10 @@ def ruff_check(command: list[str], root: Path) -> list[RuffFinding]:
     result = subprocess.run(args, cwd=root, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise LabelError(f"{root.name}: `{' '.join(args)}` exited {result.returncode}: {result.stderr.strip()}")
-    return [
+    return [  # (a file ruff cannot parse comes back as `invalid-syntax` findings: not one of the checks)
         RuffFinding(item["code"], relative(item["filename"], root), int(item["location"]["row"]),
                     item.get("message", ""))
-        for item in json.loads(result.stdout or "[]")
+        for item in json.loads(result.stdout or "[]") if item.get("code") and item["code"] != "invalid-syntax"
     ]
 
 
