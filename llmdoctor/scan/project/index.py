@@ -1848,10 +1848,15 @@ def _imported(ref: str | None) -> bool:
     return ref is not None and (ref.startswith("I:") or (ref[:1] == "R" and ref[1:2].isdigit()))
 
 
+def _without_docstring(body: list) -> list:
+    if body and type(body[0]) is ast.Expr and type(body[0].value) is ast.Constant and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
+
+
 def _no_body(body: list) -> bool:
     """`...`, `pass` or `raise NotImplementedError` (after a docstring): a method for subclasses to define."""
-    if body and type(body[0]) is ast.Expr and type(body[0].value) is ast.Constant and isinstance(body[0].value.value, str):
-        body = body[1:]
+    body = _without_docstring(body)
     if len(body) != 1:
         return not body  # a docstring alone
     statement = body[0]
@@ -1868,8 +1873,7 @@ def _no_body(body: list) -> bool:
 def _passes_through(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A default hook that gives back what it was given (`def pre_hook(self, context, params): return context`,
     after a docstring): it does nothing of its own, so what runs is a subclass's override."""
-    body = node.body[1:] if node.body and type(node.body[0]) is ast.Expr and \
-        type(node.body[0].value) is ast.Constant and isinstance(node.body[0].value.value, str) else node.body
+    body = _without_docstring(node.body)
     if len(body) != 1 or type(body[0]) is not ast.Return or type(body[0].value) is not ast.Name:
         return False
     parameters = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs][1:]
