@@ -954,7 +954,7 @@ class _Reader:
                 function.returns_items = items
             elif known is not None and len(known) == len(items):
                 function.returns_items = [new if old == _NONE_RETURNED else old if new in (old, _NONE_RETURNED)
-                                          else _either_item(old, new) for old, new in zip(known, items)]
+                                          else _either(old, new) for old, new in zip(known, items)]
             else:
                 function.returns_items = None
             function.returns = None
@@ -2058,15 +2058,6 @@ def _members_of(ref: str) -> list[str]:
     if ref.startswith(EITHER) and ref.endswith("}"):
         return ref[len(EITHER) + 1:-1].split("|")
     return [ref]
-
-
-def _either_item(old: str | None, new: str | None) -> str | None:
-    """A returned tuple's item that two `return`s give differently (`return _ollama, name` and `return _openai,
-    model`): one of them; unknown where either is."""
-    if old is None or new is None:
-        return None
-    members = old[len(EITHER) + 1:-1].split("|") if old.startswith(EITHER + "{") and old.endswith("}") else [old]
-    return _members_ref(EITHER, sorted({*members, new}))
 
 
 def _members_ref(prefix: str, members: list[str]) -> str | None:

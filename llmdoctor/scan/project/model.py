@@ -154,6 +154,7 @@ class Target:
 
 _PENDING = Target("pending")  # a resolution under way
 _UNKNOWN = Target("unknown")  # a tuple's item of no known type
+_BRACED = (LAMBDA_ARGUMENT, ROWS, CONTAINER, EITHER)  # the references that list their parts in braces
 
 
 def _periodic_trigger(call: Call, trigger: tuple[int, str, frozenset[str]] | None) -> bool:
@@ -1138,30 +1139,24 @@ class ProjectModel:
         if depth > MAX_RESOLVE_DEPTH:
             return None
         root, _, rest = ref.partition(":")
-        if root + ":" == LAMBDA_ARGUMENT:
-            close = rest.find("}")
-            parts = rest[1:close].split("|") if rest.startswith("{") and close > 0 else []
-            if len(parts) != 3 or not parts[2].isdigit():
-                return None
-            found = self._called_with(node, parts[0], parts[1], int(parts[2]), depth)
-            return self._walk(found, _tokens(rest[close + 1:]), depth)
-        if root + ":" == ROWS:
+        if root + ":" in _BRACED:  # "X:{a|b|c}<tail>": the parts in braces, then what follows them
             close = rest.find("}")
             if not rest.startswith("{") or close < 0:
                 return None
-            items = tuple(self._resolve(node, item, depth + 1) if item else None for item in rest[1:close].split("|"))
-            row = Target("row", members=tuple(item or _UNKNOWN for item in items))
-            return self._walk(Target("items", members=(row,)), _tokens(rest[close + 1:]), depth)
-        if root + ":" in (CONTAINER, EITHER):
-            close = rest.find("}")
-            if not rest.startswith("{") or close < 0:
-                return None
-            members = [self._resolve(node, member, depth + 1) for member in rest[1:close].split("|")]
-            found = _one_of(members)
+            parts, tail = rest[1:close].split("|"), _tokens(rest[close + 1:])
+            if root + ":" == LAMBDA_ARGUMENT:
+                if len(parts) != 3 or not parts[2].isdigit():
+                    return None
+                return self._walk(self._called_with(node, parts[0], parts[1], int(parts[2]), depth), tail, depth)
+            if root + ":" == ROWS:  # a container of tuples: an element's item i is part i ("": not known)
+                row = Target("row", members=tuple(
+                    (self._resolve(node, part, depth + 1) if part else None) or _UNKNOWN for part in parts))
+                return self._walk(Target("items", members=(row,)), tail, depth)
+            found = _one_of([self._resolve(node, member, depth + 1) for member in parts])
             if root + ":" == EITHER:  # the value is one of them
-                return self._walk(found, _tokens(rest[close + 1:]), depth)
+                return self._walk(found, tail, depth)
             container = Target("items", members=found.members if found.kind == "any" else (found,)) if found else None
-            return self._walk(container, _tokens(rest[close + 1:]), depth)
+            return self._walk(container, tail, depth)
         tokens = _TOKENS.get(rest)
         if tokens is None:
             tokens = _TOKENS[rest] = _tokens(rest)
@@ -1284,7 +1279,7 @@ class ProjectModel:
         if kind == "row":  # a tuple's item, by its position
             position = int(token[1:-1]) if token.startswith("[") and token[1:-1].isdigit() else -1
             item = current.members[position] if 0 <= position < len(current.members) else None
-            return item if item is not None and item.kind != "unknown" else None
+            return item if item is not _UNKNOWN else None
         if kind == "library":
             name = self._library_step(current.name, token)
             return Target("library", name=name) if name else None
