@@ -270,6 +270,65 @@ BUS = {
 }
 
 
+MCP_SERVER = """
+    import httpx
+    from mcp.server.fastmcp import FastMCP
+    from memory.store import load_notes
+    mcp = FastMCP("notes")
+
+    @mcp.tool()
+    async def notes(topic: str) -> str:
+        found = load_notes(topic)
+        async with httpx.AsyncClient(timeout=5) as client:
+            await client.post("http://localhost:9000/log", json={{"topic": topic}})
+        return found
+
+    if __name__ == "__main__":
+        {run}
+    """
+STORE = """
+    def load_notes(topic):
+        with open(f"notes/{topic}.md") as notes:
+            return notes.read()
+    """
+
+
+@pytest.mark.parametrize("run", ['mcp.run()', 'mcp.run(transport="stdio")', 'mcp.run("stdio")',
+                                 'import asyncio; asyncio.run(mcp.run_stdio_async())'])
+def test_an_mcp_server_on_stdio_serves_its_one_client(tmp_path, run):
+    """The client that spawned it is the only one waiting (judged false on real code: distill-mcp's SQLite
+    reads, chicane's hand-off map, zaniidb's persona file); its per-call costs stay findings."""
+    root = write(tmp_path, {"server.py": MCP_SERVER.format(run=run), "memory/__init__.py": "",
+                            "memory/store.py": STORE})
+    findings = scan(root)
+    assert found(findings) == [("server.py", 10, "LLM003")]
+    assert [(f.line, f.extra["context"]) for f in scan(root, every_context=True) if f.rule == "LLM004"] == \
+        [(9, "serving")]
+
+
+@pytest.mark.parametrize("run", ['mcp.run(transport="sse")', 'mcp.run(transport=args.transport)',
+                                 'mcp.run(); app = mcp.streamable_http_app()'])
+def test_an_mcp_server_on_a_network_transport_serves_several(tmp_path, run):
+    """memoryos (`--transport http`), pdf2zh (an SSE Starlette app): several clients share the loop."""
+    root = write(tmp_path, {"server.py": MCP_SERVER.format(run=run), "memory/__init__.py": "",
+                            "memory/store.py": STORE})
+    assert found(scan(root)) == [("server.py", 9, "LLM004"), ("server.py", 10, "LLM003")]
+
+
+def test_a_helper_an_mcp_tool_on_stdio_shares_with_a_route_still_blocks_the_route(tmp_path):
+    root = write(tmp_path, {"server.py": MCP_SERVER.format(run="mcp.run()"), "memory/__init__.py": "",
+                            "memory/store.py": STORE, "web.py": """
+        from fastapi import FastAPI
+        from server import notes
+        app = FastAPI()
+
+        @app.get("/notes/{topic}")
+        async def read(topic: str):
+            return await notes(topic)
+        """})
+    assert ("server.py", 9, "LLM004") in found(scan(root))
+
+
 def test_a_coroutine_taking_requests_off_a_queue_serves_them(tmp_path):
     """A chat bot's message bus (holdout22's nanobot: the channel handlers put each message on an asyncio.Queue,
     the agent loop started beside the server takes it and answers): what the consumer does after its `get` runs
@@ -1289,7 +1348,15 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
      "key 'entrypoints.scheduled.registrations[0].trigger': 'argument' must be a position"),
     ("entrypoints:\n  request:\n    - framework: mine\n      registrations:\n"
      "        - {calls: [mylib.add], argument: 1, unresolved_methods: ['add route']}\n",
-     "'unresolved_methods' must be method names"),
+     "'unresolved_methods' must be method names"),    ("entrypoints:\n  one_client:\n    - stdio: [{calls: [mylib.run]}]\n",
+     "key 'entrypoints.one_client[0].framework': missing"),
+    ("entrypoints:\n  one_client:\n    - {framework: mine, stdio: [{calls: []}]}\n",
+     "key 'entrypoints.one_client[0].stdio[0]': needs calls"),
+    ("entrypoints:\n  one_client:\n    - {framework: mine, stdio: [{calls: [mylib.run], transport: {keyword: how}}]}\n",
+     "key 'entrypoints.one_client[0].stdio[0].transport': 'argument' must be a position"),
+    ("entrypoints:\n  one_client:\n    - {framework: mine, network: mylib.serve}\n",
+     "key 'entrypoints.one_client[0].network': must be a list"),
+    ("entrypoints:\n  one_client:\n    - {framework: mine, clients: 1}\n", "unknown key 'clients'"),
 ])
 def test_bad_project_knowledge_in_rules_dir_names_the_file_and_key(cli, tmp_path, text, message):
     root = write(tmp_path, {"app.py": "async def main():\n    pass\n"})

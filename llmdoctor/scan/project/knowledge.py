@@ -27,6 +27,7 @@ DEV_TOOLING_KEYS = {"route_segments", "name_words"}
 ADMIN_CONSOLE_KEYS = {"route_segments"}
 REPLIES_KEYS = {"methods"}
 HANDOFF_KEYS = {"put", "get"}
+ONE_CLIENT_KEYS = {"framework", "stdio", "network"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
                            "options"})
@@ -104,6 +105,42 @@ class ClassEntry:
 
 
 @dataclass
+class OneClient:
+    """How a framework's server is started: on stdio, for the one client that spawned it, or on a network
+    transport, for several (entrypoints.yaml `one_client`)."""
+
+    framework: str
+    # the calls that start it on stdio, each with where it may name its transport (position, keyword, the
+    # literals meaning stdio; None: it names none)
+    stdio: tuple[tuple[Patterns, tuple[int, str, frozenset[str]] | None], ...]
+    network: Patterns
+
+    def last_names(self) -> set[str]:
+        return {name for calls, _ in self.stdio for name in calls.last_names()} | self.network.last_names()
+
+    def started(self, call, qualified: str) -> str | None:
+        """"stdio" or "network" when `call` (a qualified library call) starts the server, else None. A transport
+        it names by a literal outside the stdio ones, or not by a literal (`transport=args.transport`), is
+        taken as a network one."""
+        if self.network.match(qualified):
+            return "network"
+        for calls, transport in self.stdio:
+            if not calls.match(qualified):
+                continue
+            if transport is None:
+                return "stdio"
+            position, keyword, stdio = transport
+            if keyword in call.keywords:
+                named = call.mode
+            elif call.positional < 0 or call.positional > position:
+                named = call.literal if position == 0 else call.mode if position == 1 else None
+            else:
+                return "stdio"  # the default
+            return "stdio" if named in stdio else "network"
+        return None
+
+
+@dataclass
 class EntryKnowledge:
     decorators: list[tuple[Patterns, str, str]] = field(default_factory=list)  # (names, framework, kind)
     registrations: list[Registration] = field(default_factory=list)
@@ -135,6 +172,7 @@ class EntryKnowledge:
     reply_methods: frozenset[str] = frozenset()  # calls that hand the reader an answer (`ws.send_text`, `reply_text`)
     handoff_puts: Patterns = field(default_factory=Patterns)  # a queue handing requests to a consumer: its put
     handoff_gets: Patterns = field(default_factory=Patterns)  # ... and its get
+    one_client: list[OneClient] = field(default_factory=list)  # servers that may serve only one client
     _registering: dict[str, tuple[tuple[Registration, ...], ...]] = field(default_factory=dict, repr=False,
                                                                         compare=False)
 
@@ -298,7 +336,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
         _keys(data, {"request", "run_once", "scheduled", "offline", "library_api", "dev_tooling",
-                     "admin_console", "replies", "handoffs"}, where + "'")
+                     "admin_console", "replies", "handoffs", "one_client"}, where + "'")
         for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
             _family(knowledge, family, f"{where}.request[{index}]")
         once = data.get("run_once") or {}
@@ -368,6 +406,8 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
             knowledge.handoff_puts.add(name)
         for name in _strings(handoffs.get("get"), f"{where}.handoffs.get'"):
             knowledge.handoff_gets.add(name)
+        for i, entry in enumerate(_list(data.get("one_client"), f"{where}.one_client'")):
+            knowledge.one_client.append(_one_client(entry, f"{where}.one_client[{i}]"))
     knowledge.reply_methods = frozenset(reply_methods)
     knowledge.dev_route_segments = frozenset(dev_segments)
     knowledge.dev_name_words = frozenset(dev_words)
@@ -419,6 +459,26 @@ def _family(knowledge: EntryKnowledge, family, where: str) -> None:
             target.append(ClassEntry(types, methods, framework, kind))
     for prefix in _strings(family.get("module_code"), f"{where}.module_code'"):
         knowledge.module_code.append((prefix, framework, kind))
+
+
+def _one_client(entry, where: str) -> OneClient:
+    _keys(entry, ONE_CLIENT_KEYS, where + "'")
+    framework = entry.get("framework")
+    if not isinstance(framework, str) or not framework:
+        raise UserError(f"{where}.framework': missing or not a string")
+    stdio = []
+    for i, start in enumerate(_list(entry.get("stdio"), f"{where}.stdio'")):
+        label = f"{where}.stdio[{i}]'"
+        _keys(start, {"calls", "transport"}, label)
+        calls = Patterns(_strings(start.get("calls"), label))
+        if not calls:
+            raise UserError(f"{label}: needs calls")
+        transport = start.get("transport")
+        if transport is not None:
+            argument, keyword = _argument_or_keyword(transport, "stdio", label.rstrip("'") + ".transport'")
+            transport = (argument, keyword, frozenset(_strings(transport.get("stdio"), label)))
+        stdio.append((calls, transport))
+    return OneClient(framework, tuple(stdio), Patterns(_strings(entry.get("network"), f"{where}.network'")))
 
 
 def _decorator_names(entry, where: str, hooks: bool = False) -> list[str]:

@@ -34,7 +34,8 @@ class BlockingCallInAsync(ProjectRule):
             function = node.function
             if not function.is_async:
                 continue
-            alone = model.on_private_loop(node.id)  # nothing else waits on its loop: only with --every-context
+            # nothing else waits on its loop, or only the one client of a server on stdio: only with --every-context
+            alone = model.on_private_loop(node.id) or model.serves_one_client(node.id)
             for call in function.calls:
                 lines = (call.line, call.stmt_line)
                 read = self._read_blocking(node, call) if not call.lazy else None

@@ -274,6 +274,7 @@ class ProjectModel:
         self._beside_requests: set[int] | None = None  # (_running_beside_requests)
         self._api: tuple[set[int], dict[int, tuple[int, Call | None]]] | None = None  # (_library_api)
         self._private_loop: set[int] | None = None  # code that runs only on an event loop of its own
+        self._one_client: set[int] | None = None  # code only the handlers of a server on stdio reach
         self._blocks: dict[int, tuple[Call, int | None, Blocking | None]] | None = None
         self._guards: dict[int, tuple[str, ...]] = {}
         self._streaming: tuple[set[int], dict] | None = None  # (_streaming_paths)
@@ -359,6 +360,43 @@ class ProjectModel:
         if self._private_loop is None:
             self._private_loop = self._private_loop_nodes()
         return node_id in self._private_loop
+
+    def serves_one_client(self, node_id: int) -> bool:
+        """Code that only the entry points of a server started on stdio reach (entrypoints.yaml `one_client`:
+        an MCP server spawned by its one client), not what tasks spawned beside them run. A call that blocks
+        there stalls only that client's own other calls."""
+        if self._one_client is None:
+            self._one_client = self._one_client_nodes()
+        return node_id in self._one_client
+
+    def _one_client_nodes(self) -> set[int]:
+        frameworks = self._started_on_stdio_only()
+        alone = sorted(n for n, entry in self.entries.items() if entry.framework in frameworks)
+        if not alone:
+            return set()
+        others = sorted(n for n, entry in self.entries.items() if entry.framework not in frameworks)
+        shared = self._reach(others, through_cached=False, entries=True)[0] | self._concurrent
+        return self._reach(alone, through_cached=False, entries=True)[0] - shared
+
+    def _started_on_stdio_only(self) -> set[str]:
+        """The frameworks whose servers the project starts, each time, on stdio."""
+        servers = self.knowledge.one_client
+        if not servers:
+            return set()
+        last = set().union(*(server.last_names() for server in servers))
+        started: dict[str, set[str]] = {}
+        for node in self.nodes:
+            for call in node.function.calls:
+                if call.text.rsplit(".", 1)[-1] not in last:
+                    continue
+                qualified = self.qualified(node.id, call.ref)
+                if qualified is None:
+                    continue
+                for server in servers:
+                    how = server.started(call, qualified)
+                    if how is not None:
+                        started.setdefault(server.framework, set()).add(how)
+        return {framework for framework, how in started.items() if how == {"stdio"}}
 
     def _private_loop_nodes(self) -> set[int]:
         """What the targets of `asyncio.run` & co. reach, less what also runs on a shared loop: reached
