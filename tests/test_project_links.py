@@ -3186,6 +3186,55 @@ def test_a_protocol_s_call_reaches_the_classes_that_implement_it_structurally(tm
     assert [(f.path, f.line, f.extra["context"]) for f in findings] == [("app/plugins.py", 7, "serving")]
 
 
+def test_a_protocol_of_one_method_is_implemented_by_the_classes_defining_it_with_its_parameters(tmp_path):
+    """distill-mcp's `DistillerPort(Protocol)` has only `distill(self, raw_text)`: its Ollama and Gemini
+    distillers define it with the same parameters (a type checker matches their names too), so a call through
+    the port reaches both; a class whose `distill` takes other parameters is no `DistillerPort`."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/ports.py": """
+        from typing import Protocol
+
+
+        class DistillerPort(Protocol):
+            async def distill(self, raw_text: str) -> str: ...
+        """, "app/adapters.py": """
+        import httpx
+
+
+        class OllamaDistiller:
+            async def distill(self, raw_text: str) -> str:
+                async with httpx.AsyncClient(timeout=60) as client:
+                    return (await client.post("http://localhost:11434/api/generate", json={"prompt": raw_text})).text
+
+
+        class Still:
+            async def distill(self, mash, temperature):
+                async with httpx.AsyncClient(timeout=60) as client:
+                    return await client.post("https://still.example.com/run", json={"mash": mash})
+        """, "app/routes.py": """
+        from fastapi import FastAPI
+        from app.ports import DistillerPort
+        app = FastAPI()
+
+
+        class Memory:
+            def __init__(self, distiller: DistillerPort):
+                self._distiller = distiller
+
+            async def add(self, text: str) -> str:
+                return await self._distiller.distill(text)
+
+
+        MEMORY = Memory(make_distiller())
+
+
+        @app.post("/memories")
+        async def add(text: str):
+            return await MEMORY.add(text)
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM003"]
+    assert [(f.path, f.line, f.extra["context"]) for f in findings] == [("app/adapters.py", 7, "serving")]
+
+
 CONTROL_PLANE_APP = {
     "app/__init__.py": "",
     "app/store.py": """

@@ -683,9 +683,11 @@ class ProjectModel:
         return {where: tuple(dict.fromkeys(classes)) for where, classes in found.items()}
 
     def _subclass_map(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
-        """class -> the project classes deriving from it directly; for a `typing.Protocol` of two methods or
-        more, the project classes that define every one of them (its implementations, structurally, as a type
-        checker matches them: freeride's provider plugins implement `Provider(Protocol)` without naming it)."""
+        """class -> the project classes deriving from it directly; for a `typing.Protocol`, the project classes
+        that define every one of its methods (its implementations, structurally, as a type checker matches them:
+        freeride's provider plugins implement `Provider(Protocol)` without naming it); a protocol of one method,
+        the classes defining it with the same parameters (a type checker matches their names too:
+        distill-mcp's distillers implement `DistillerPort.distill(self, raw_text)`)."""
         found: dict[tuple[str, str], list[tuple[str, str]]] = {}
         protocols: list[tuple[tuple[str, str], set[str]]] = []
         for klass, info in self.classes.items():
@@ -696,7 +698,7 @@ class ProjectModel:
                     found.setdefault(base.klass, []).append(klass)
                 elif base is not None and base.kind == "library" and base.name in _PROTOCOL_BASES:
                     methods = {name for name in info.methods if not name.startswith("__")}
-                    if len(methods) >= 2:
+                    if methods:
                         protocols.append((klass, methods))
         defining: dict[str, list[tuple[str, str]]] = {}  # method name -> the classes defining it
         for klass, info in self.classes.items() if protocols else ():
@@ -705,10 +707,16 @@ class ProjectModel:
                     defining.setdefault(name, []).append(klass)
         for protocol, methods in protocols:
             rarest = min(methods, key=lambda name: len(defining.get(name, ())))
+            alone = self._parameters(protocol, rarest) if len(methods) == 1 else None
             for klass in defining.get(rarest, ()):
-                if klass != protocol and methods <= self.classes[klass].methods.keys():
+                if klass != protocol and methods <= self.classes[klass].methods.keys() and (
+                        len(methods) > 1 or (alone is not None and self._parameters(klass, rarest) == alone)):
                     found.setdefault(protocol, []).append(klass)
         return found
+
+    def _parameters(self, klass: tuple[str, str], method: str) -> list[str] | None:
+        node = self.by_key.get((klass[0], self.classes[klass].methods[method]))
+        return None if node is None else self.nodes[node].function.parameters
 
     def _overrides(self, klass: tuple[str, str], name: str) -> list[int]:
         """The definitions of method `name` that the subclasses of `klass` (at any depth) have of their own."""
