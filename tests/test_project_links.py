@@ -3452,6 +3452,14 @@ ADMIN_CONSOLE_APP = {
         @app.get("/api/providers/{name}/models")
         async def provider_models(name: str):
             return count_users()
+
+        @app.get("/health")
+        async def health():
+            return count_users()
+
+        @app.get("/healthcheck")
+        async def healthcheck():
+            return count_users()
         """,
 }
 
@@ -3462,7 +3470,8 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     `admin_console`): what only it reaches is `control-plane`. `/administrators/...` has no such segment: the
     helper it shares is `serving` through it. The operator's set-up and configuration routes (`/setup/...`,
     `/.../config`) are admin routes too, and so are a one-time seed (`/api/seed`) and the model providers' set-up
-    (`/api/providers/...`); a user's `/settings` and a status route a chat UI polls are not."""
+    (`/api/providers/...`), and so is a health probe (`/health`, `/healthcheck`: a load balancer's, once per probe
+    period); a user's `/settings` and a status route a chat UI polls are not."""
     root = write(tmp_path, ADMIN_CONSOLE_APP)
     contexts = contexts_and_routes(root)
     assert contexts[("app/admin.py", 8)] == ("control-plane", "GET /api/admin/stats")
@@ -3475,6 +3484,8 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     assert contexts[("app/main.py", 26)] == ("control-plane", "POST /api/seed")
     assert contexts[("app/main.py", 30)] == ("serving", "GET /api/status")
     assert contexts[("app/main.py", 34)] == ("control-plane", "GET /api/providers/{name}/models")
+    assert contexts[("app/main.py", 38)] == ("control-plane", "GET /health")
+    assert contexts[("app/main.py", 42)] == ("control-plane", "GET /healthcheck")
     assert found(scan(root)) == [("app/main.py", 10, "LLM004"), ("app/main.py", 22, "LLM004"),
                                  ("app/main.py", 30, "LLM004")]
 
