@@ -1331,6 +1331,7 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
      "key 'entrypoints.run_once.enters': must be a list"),
     ("entrypoints:\n  admin_console:\n    route_segments: admin\n",
      "key 'entrypoints.admin_console.route_segments': must be a list"),
+    ("entrypoints:\n  admin_console:\n    guards: is_admin\n", "key 'entrypoints.admin_console.guards': must be a list"),
     ("entrypoints:\n  replies:\n    names: [send]\n", "unknown key 'names'"),
     ("entrypoints:\n  replies:\n    methods: send\n", "key 'entrypoints.replies.methods': must be a list"),
     ("entrypoints:\n  handoffs:\n    take: [mylib.Queue.get]\n", "unknown key 'take'"),
@@ -3488,6 +3489,51 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     assert contexts[("app/main.py", 42)] == ("control-plane", "GET /healthcheck")
     assert found(scan(root)) == [("app/main.py", 10, "LLM004"), ("app/main.py", 22, "LLM004"),
                                  ("app/main.py", 30, "LLM004")]
+
+
+def test_an_entry_point_only_administrators_reach_is_admin_console(tmp_path):
+    """faithful's `@is_admin()` slash commands (upload or remove the persona's example messages) and a web app's
+    `@admin_required` route: the decorator says only administrators get in (entrypoints.yaml
+    `admin_console.guards`), so what only they reach is `control-plane`; `@login_required` lets every user in."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/store.py": """
+        def reload_messages():
+            with open("messages.txt") as saved:
+                return saved.read().splitlines()
+        """, "app/bot.py": """
+        from discord.ext import commands
+        from app.store import reload_messages
+        bot = commands.Bot(command_prefix="!")
+
+        @bot.command()
+        @commands.is_owner()
+        async def reload(ctx):
+            reload_messages()
+        """, "app/web.py": """
+        from flask import Flask
+        from app.auth import admin_required, login_required
+        from app.store import reload_messages
+        app = Flask(__name__)
+
+        @app.post("/messages/reload")
+        @admin_required
+        async def reload_all():
+            return str(reload_messages())
+
+        @app.get("/messages")
+        @login_required
+        async def messages():
+            return str(reload_messages())
+        """, "app/auth.py": """
+        def admin_required(view):
+            return view
+
+        def login_required(view):
+            return view
+        """})
+    contexts = {(f.path, f.line): f.extra["context"] for f in scan(root, every_context=True)}
+    assert contexts == {("app/bot.py", 9): "control-plane", ("app/web.py", 10): "control-plane",
+                        ("app/web.py", 15): "serving"}
+    assert found(scan(root)) == [("app/web.py", 15, "LLM004")]
 
 
 def test_admin_console_segments():

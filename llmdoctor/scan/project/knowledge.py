@@ -24,7 +24,7 @@ OFFLINE_KEYS = {"imports", "paths", "functions", "classes", "example_paths"}
 SCHEDULED_KEYS = {"decorators", "registrations"}
 LIBRARY_API_KEYS = {"name_globs"}
 DEV_TOOLING_KEYS = {"route_segments", "name_words"}
-ADMIN_CONSOLE_KEYS = {"route_segments"}
+ADMIN_CONSOLE_KEYS = {"route_segments", "guards"}
 REPLIES_KEYS = {"methods"}
 HANDOFF_KEYS = {"put", "get"}
 ONE_CLIENT_KEYS = {"framework", "stdio", "network"}
@@ -169,6 +169,7 @@ class EntryKnowledge:
     dev_route_segments: frozenset[str] = frozenset()  # a route with one of them serves developer tooling
     dev_name_words: frozenset[str] = frozenset()  # ... as does an entry point in a module or class so named
     admin_route_segments: frozenset[str] = frozenset()  # a route with one of them serves an admin console
+    admin_guards: Patterns = field(default_factory=Patterns)  # ... as does an entry point a decorator so named guards
     reply_methods: frozenset[str] = frozenset()  # calls that hand the reader an answer (`ws.send_text`, `reply_text`)
     handoff_puts: Patterns = field(default_factory=Patterns)  # a queue handing requests to a consumer: its put
     handoff_gets: Patterns = field(default_factory=Patterns)  # ... and its get
@@ -208,6 +209,12 @@ class EntryKnowledge:
         """Whether an entry point's route serves an admin console: it has a segment such as `admin`
         (`/api/admin/users`)."""
         return _has_segment(route, self.admin_route_segments)
+
+    def admin_guarded(self, decorators) -> bool:
+        """Whether a decorator lets only administrators in (`@is_admin()`, `@admin_required`,
+        `@commands.is_owner()`), by the last part of its name."""
+        return bool(self.admin_guards) and any(
+            self.admin_guards.match(decorator.text.rsplit(".", 1)[-1].lower()) for decorator in decorators)
 
 
 def _has_segment(route: str, segments: frozenset[str]) -> bool:
@@ -397,6 +404,8 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
         _keys(admin, ADMIN_CONSOLE_KEYS, where + ".admin_console'")
         admin_segments.update(
             s.lower() for s in _strings(admin.get("route_segments"), f"{where}.admin_console.route_segments'"))
+        for glob in _strings(admin.get("guards"), f"{where}.admin_console.guards'"):
+            knowledge.admin_guards.add(glob.lower())
         replies = data.get("replies") or {}
         _keys(replies, REPLIES_KEYS, where + ".replies'")
         reply_methods.update(_strings(replies.get("methods"), f"{where}.replies.methods'"))

@@ -1690,6 +1690,7 @@ class ProjectModel:
                 if self.knowledge.dev_tooling(self.layout.relative(self.nodes[n].path), self.nodes[n].label,
                                               entry.route)
                 or self.knowledge.admin_console(entry.route)
+                or self.knowledge.admin_guarded(self.nodes[n].function.decorators)
                 or (control_plane is not None and control_plane(self.nodes[n].path, self.nodes[n].label))}
 
     def _serve_queues(self) -> bool:
