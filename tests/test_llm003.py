@@ -404,6 +404,29 @@ def test_a_credential_fetch_a_request_reaches_is_reported_unless_its_token_is_ke
     assert lines(source) == [8]
 
 
+def test_a_fetcher_of_whatever_page_it_is_handed_is_not_reported():
+    """An agent's web-fetch tool or a link reader goes to another host at each call (judged false on real code:
+    agent-framework-lib's `web_fetch`, forgellm's `fetch_url`, brevia's `read_html_url`): a kept pool would
+    hold nothing the next call could reuse. A client per call to one fixed API is still reported."""
+    assert lines("""
+        import httpx
+        from fastapi import FastAPI
+        app = FastAPI()
+
+        async def web_fetch(url):
+            async with httpx.AsyncClient(timeout=10) as client:
+                return (await client.get(url)).text
+
+        async def fetch_forecast(city):
+            async with httpx.AsyncClient(timeout=10) as client:
+                return (await client.get("https://api.weather.example/v1", params={"q": city})).json()
+
+        @app.post("/chat")
+        async def chat(url: str, city: str):
+            return await web_fetch(url), await fetch_forecast(city)
+        """) == [11]
+
+
 # ---------------------------------------------------------------- HTTP helpers without evidence of repetition
 
 

@@ -68,6 +68,7 @@ class Lifetime:
     storing_methods: frozenset[str]
     rare_function_globs: tuple[str, ...]
     refresh_function_globs: tuple[str, ...]
+    any_host_function_globs: tuple[str, ...]
     pool_kwargs: frozenset[str]
     transport_kwargs: frozenset[str]
     sleep_calls: frozenset[str]
@@ -77,6 +78,9 @@ class Lifetime:
 
     def refreshes(self, scope: Scope) -> bool:
         return _named(scope, self.refresh_function_globs)
+
+    def fetches_any_host(self, scope: Scope) -> bool:
+        return _named(scope, self.any_host_function_globs)
 
 
 def _named(scope: Scope, globs: tuple[str, ...]) -> bool:
@@ -92,6 +96,7 @@ def lifetime(catalog) -> Lifetime:
             storing_methods=frozenset(data.get("storing_methods") or ()),
             rare_function_globs=tuple(data.get("rare_function_globs") or ()),
             refresh_function_globs=tuple(data.get("refresh_function_globs") or ()),
+            any_host_function_globs=tuple(data.get("any_host_function_globs") or ()),
             pool_kwargs=frozenset(data.get("pool_kwargs") or ()),
             transport_kwargs=frozenset(data.get("transport_kwargs") or ()),
             sleep_calls=frozenset(data.get("sleep_calls") or ()),
@@ -327,7 +332,7 @@ class ClientPerCall(Rule):
         return frame_of(self._frames, function)
 
     def _finish(self, frame: _Frame) -> None:
-        if not frame.candidates or self._lifetime.refreshes(frame.scope):
+        if not frame.candidates or self._lifetime.refreshes(frame.scope) or self._lifetime.fetches_any_host(frame.scope):
             return
         stored = _closure(frame.stored, frame.sources)
         returned = _closure(frame.returned, frame.sources)
