@@ -1332,6 +1332,8 @@ def test_a_switch_stored_on_self_in_init_is_off_for_objects_built_with_it_off(tm
     ("entrypoints:\n  admin_console:\n    route_segments: admin\n",
      "key 'entrypoints.admin_console.route_segments': must be a list"),
     ("entrypoints:\n  admin_console:\n    guards: is_admin\n", "key 'entrypoints.admin_console.guards': must be a list"),
+    ("entrypoints:\n  probes:\n    routes: [health]\n", "unknown key 'routes'"),
+    ("entrypoints:\n  probes:\n    route_segments: health\n", "key 'entrypoints.probes.route_segments': must be a list"),
     ("entrypoints:\n  replies:\n    names: [send]\n", "unknown key 'names'"),
     ("entrypoints:\n  replies:\n    methods: send\n", "key 'entrypoints.replies.methods': must be a list"),
     ("entrypoints:\n  handoffs:\n    take: [mylib.Queue.get]\n", "unknown key 'take'"),
@@ -3453,14 +3455,6 @@ ADMIN_CONSOLE_APP = {
         @app.get("/api/providers/{name}/models")
         async def provider_models(name: str):
             return count_users()
-
-        @app.get("/health")
-        async def health():
-            return count_users()
-
-        @app.get("/healthcheck")
-        async def healthcheck():
-            return count_users()
         """,
 }
 
@@ -3471,8 +3465,7 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     `admin_console`): what only it reaches is `control-plane`. `/administrators/...` has no such segment: the
     helper it shares is `serving` through it. The operator's set-up and configuration routes (`/setup/...`,
     `/.../config`) are admin routes too, and so are a one-time seed (`/api/seed`) and the model providers' set-up
-    (`/api/providers/...`), and so is a health probe (`/health`, `/healthcheck`: a load balancer's, once per probe
-    period); a user's `/settings` and a status route a chat UI polls are not."""
+    (`/api/providers/...`); a user's `/settings` and a status route a chat UI polls are not."""
     root = write(tmp_path, ADMIN_CONSOLE_APP)
     contexts = contexts_and_routes(root)
     assert contexts[("app/admin.py", 8)] == ("control-plane", "GET /api/admin/stats")
@@ -3485,8 +3478,6 @@ def test_admin_console_routes_count_as_control_plane(tmp_path):
     assert contexts[("app/main.py", 26)] == ("control-plane", "POST /api/seed")
     assert contexts[("app/main.py", 30)] == ("serving", "GET /api/status")
     assert contexts[("app/main.py", 34)] == ("control-plane", "GET /api/providers/{name}/models")
-    assert contexts[("app/main.py", 38)] == ("control-plane", "GET /health")
-    assert contexts[("app/main.py", 42)] == ("control-plane", "GET /healthcheck")
     assert found(scan(root)) == [("app/main.py", 10, "LLM004"), ("app/main.py", 22, "LLM004"),
                                  ("app/main.py", 30, "LLM004")]
 
@@ -3534,6 +3525,45 @@ def test_an_entry_point_only_administrators_reach_is_admin_console(tmp_path):
     assert contexts == {("app/bot.py", 9): "control-plane", ("app/web.py", 10): "control-plane",
                         ("app/web.py", 15): "serving"}
     assert found(scan(root)) == [("app/web.py", 15, "LLM004")]
+
+
+def test_a_health_probe_s_route_runs_once_per_probe_period(tmp_path):
+    """`/health`, `/healthz`...: a load balancer asks it once per probe period (entrypoints.yaml `probes`), so what
+    only it reaches is `scheduled` (judged false on real code: actflare's and zaniidb's counts, agent-framework's
+    small file read): a client built per probe is not reported, a probe that waits on a peer on the event loop
+    is (every request on the loop waits with it), and a helper a request also reaches stays `serving`."""
+    root = write(tmp_path, {"app/__init__.py": "", "app/checks.py": """
+        import json
+        import requests
+
+        def read_marker():
+            with open("index/marker.json") as marker:
+                return json.load(marker)
+
+        def upstream_ok():
+            return requests.get("http://127.0.0.1:8000/health", timeout=2).ok
+        """, "app/main.py": """
+        from fastapi import FastAPI
+        from app.checks import read_marker, upstream_ok
+        app = FastAPI()
+
+        @app.get("/healthz")
+        async def healthz():
+            return {"index": read_marker(), "upstream": upstream_ok()}
+
+        @app.get("/api/status")
+        async def status():
+            return upstream_ok()
+        """})
+    findings = scan(root)
+    assert [(f.path, f.line, f.rule, f.extra["context"], f.extra["call"]) for f in findings] == [
+        ("app/checks.py", 10, "LLM003", "serving", "requests.get"),
+        ("app/main.py", 8, "LLM004", "scheduled", "requests.get"),
+        ("app/main.py", 12, "LLM004", "serving", "requests.get")]
+    assert findings[1].extra["entry"]["route"] == "GET /healthz"
+    every = {(f.line, f.extra["call"]): f.extra["context"] for f in scan(root, every_context=True)
+             if f.path == "app/main.py"}
+    assert every[(8, "builtins.open")] == "scheduled"  # the marker read: a local file, once per probe
 
 
 def test_admin_console_segments():

@@ -3,7 +3,8 @@
 Each fixture under fixtures/python/entrypoints/ is a small program written from its framework's documented
 API (cited in its docstring): every kind of handler the framework has calls a helper that builds a client per
 call, and the findings must be exactly the lines marked `# hit: LLMxxx`, each in the family's context
-(`serving`, or `worker` for task queues) with an entry point of that family.
+(`serving`, or `worker` for task queues) with an entry point of that family; `# hit: LLMxxx (context)` is
+reported in that other context (`scheduled`: a health probe's route, which still stalls the loop it waits on).
 
 `# quiet: LLMxxx (context)` is a near miss: the same kind of helper reached only from a script part, a startup
 hook, a cached function. It must not be reported, and with `--every-context` it is a candidate in that context,
@@ -77,7 +78,7 @@ def _marks(root: Path) -> dict[str, dict]:
             mark = MARK.search(line)
             if mark:
                 kind, codes, context = mark.groups()
-                assert (kind == "hit") == (context is None), f"{name}:{number}: `# {kind}:` needs a context"
+                assert kind == "hit" or context is not None, f"{name}:{number}: `# {kind}:` needs a context"
                 for code in codes.split(","):
                     found[kind][(name, number, code.strip())] = context
     return found
@@ -124,7 +125,7 @@ def test_each_framework_family_serves_its_handlers(fixture, tmp_path):
     seen = set()
     for finding in findings:
         where = f"{finding.path}:{finding.line} {finding.rule}"
-        assert finding.extra["context"] == context, where
+        assert finding.extra["context"] == (marks["hit"][(finding.path, finding.line, finding.rule)] or context), where
         assert finding.extra["entry"]["framework"] in frameworks, where
         seen.add(finding.extra["entry"]["framework"])
     assert seen == set(frameworks)

@@ -27,6 +27,7 @@ DEV_TOOLING_KEYS = {"route_segments", "name_words"}
 ADMIN_CONSOLE_KEYS = {"route_segments", "guards"}
 REPLIES_KEYS = {"methods"}
 HANDOFF_KEYS = {"put", "get"}
+PROBE_KEYS = {"route_segments"}
 ONE_CLIENT_KEYS = {"framework", "stdio", "network"}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "route", "api_route", "websocket", "head",
@@ -170,6 +171,7 @@ class EntryKnowledge:
     dev_name_words: frozenset[str] = frozenset()  # ... as does an entry point in a module or class so named
     admin_route_segments: frozenset[str] = frozenset()  # a route with one of them serves an admin console
     admin_guards: Patterns = field(default_factory=Patterns)  # ... as does an entry point a decorator so named guards
+    probe_route_segments: frozenset[str] = frozenset()  # a route with one of them answers a health probe
     reply_methods: frozenset[str] = frozenset()  # calls that hand the reader an answer (`ws.send_text`, `reply_text`)
     handoff_puts: Patterns = field(default_factory=Patterns)  # a queue handing requests to a consumer: its put
     handoff_gets: Patterns = field(default_factory=Patterns)  # ... and its get
@@ -209,6 +211,10 @@ class EntryKnowledge:
         """Whether an entry point's route serves an admin console: it has a segment such as `admin`
         (`/api/admin/users`)."""
         return _has_segment(route, self.admin_route_segments)
+
+    def probe(self, route: str) -> bool:
+        """Whether an entry point's route answers a health probe (`GET /healthz`)."""
+        return _has_segment(route, self.probe_route_segments)
 
     def admin_guarded(self, decorators) -> bool:
         """Whether a decorator lets only administrators in (`@is_admin()`, `@admin_required`,
@@ -338,12 +344,13 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     dev_segments: set[str] = set()
     dev_words: set[str] = set()
     admin_segments: set[str] = set()
+    probe_segments: set[str] = set()
     reply_methods: set[str] = set()
     for stem, doc in docs:
         data = doc["entrypoints"]
         where = f"rules file {stem}.yaml: key 'entrypoints"
         _keys(data, {"request", "run_once", "scheduled", "offline", "library_api", "dev_tooling",
-                     "admin_console", "replies", "handoffs", "one_client"}, where + "'")
+                     "admin_console", "probes", "replies", "handoffs", "one_client"}, where + "'")
         for index, family in enumerate(_list(data.get("request"), f"{where}.request'")):
             _family(knowledge, family, f"{where}.request[{index}]")
         once = data.get("run_once") or {}
@@ -406,6 +413,9 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
             s.lower() for s in _strings(admin.get("route_segments"), f"{where}.admin_console.route_segments'"))
         for glob in _strings(admin.get("guards"), f"{where}.admin_console.guards'"):
             knowledge.admin_guards.add(glob.lower())
+        probes = data.get("probes") or {}
+        _keys(probes, PROBE_KEYS, where + ".probes'")
+        probe_segments.update(s.lower() for s in _strings(probes.get("route_segments"), f"{where}.probes.route_segments'"))
         replies = data.get("replies") or {}
         _keys(replies, REPLIES_KEYS, where + ".replies'")
         reply_methods.update(_strings(replies.get("methods"), f"{where}.replies.methods'"))
@@ -421,6 +431,7 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
     knowledge.dev_route_segments = frozenset(dev_segments)
     knowledge.dev_name_words = frozenset(dev_words)
     knowledge.admin_route_segments = frozenset(admin_segments)
+    knowledge.probe_route_segments = frozenset(probe_segments)
     knowledge.once_names = frozenset(once_names)
     knowledge.once_events = frozenset(once_events)
     knowledge.calls_now = frozenset(calls_now)

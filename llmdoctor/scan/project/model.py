@@ -260,8 +260,11 @@ class ProjectModel:
         self._after: dict[int, int] = {}  # queue consumers (entry points): only their calls after this line serve
         if self._serve_queues():
             self._declared = self._declared_entries(control_plane)
-        self._serving, self._serving_parent = self._reach([n for n in self.entries], through_cached=False,
-                                                          entries=True)
+        # a health probe's route runs once per probe period, as a scheduled job does, for no one's request
+        probes = {n for n, entry in self.entries.items() if self.knowledge.probe(entry.route)}
+        self._declared |= probes
+        self._serving, self._serving_parent = self._reach([n for n in self.entries if n not in probes],
+                                                          through_cached=False, entries=True)
         self._data_plane, self._data_plane_parent = self._serving, self._serving_parent
         if self._declared:
             self._data_plane, self._data_plane_parent = self._reach(
@@ -269,7 +272,7 @@ class ProjectModel:
         # an example's `__main__` runs the library once for a demo; the library's callers are not told by it
         self._once, self._once_parent = self._reach(
             sorted(n for n in self.once if not self._is_example(self.nodes[n].path)), skip=E_HANDED)
-        self._periodic, self._periodic_parent = self._reach(sorted(self.scheduled), skip=E_HANDED)
+        self._periodic, self._periodic_parent = self._reach(sorted(self.scheduled | probes), skip=E_HANDED)
         self._concurrent = self._running_beside_other_work()
         self._beside_requests: set[int] | None = None  # (_running_beside_requests)
         self._api: tuple[set[int], dict[int, tuple[int, Call | None]]] | None = None  # (_library_api)
@@ -326,10 +329,11 @@ class ProjectModel:
         if node_id in self._serving and not before_get:  # reached only from entry points declared control plane
             chain = self._chain(node_id, self._serving_parent)
             return Context(CONTROL_PLANE, self.entries[chain[0][0]], tuple(chain))
+        if node_id in self._periodic:  # a job (or a health probe's route) and what it calls, also run at start-up
+            chain = self._chain(node_id, self._periodic_parent)
+            return Context(SCHEDULED, self.entries.get(chain[0][0]) if chain else None, tuple(chain))
         if self._is_test_function(node):
             return Context(OFFLINE)
-        if node_id in self._periodic:  # a job and what it calls, also where start-up runs it once
-            return Context(SCHEDULED, None, tuple(self._chain(node_id, self._periodic_parent)))
         if node_id in self._once:
             if self._beside_requests is None:
                 self._beside_requests = self._running_beside_requests()
