@@ -98,8 +98,8 @@ class Call:
     marks: tuple[str, ...] = ()  # UPPER_CASE names among the arguments (`os.WNOHANG`)
     args: tuple[tuple[str, str], ...] = ()  # (position or keyword, reference) of resolvable arguments
     literal: str | None = None  # the first positional argument, when a string literal
-    # the second positional argument or `mode=` / `trigger=` / `transport=`, when a string literal (`open`'s mode,
-    # APScheduler's `add_job(f, trigger="interval")`, FastMCP's `run(transport="sse")`)
+    # the second positional argument or `mode=` / `trigger=` / `transport=`, when a string literal (`open`'s
+    # mode, APScheduler's `add_job(f, trigger="interval")`, FastMCP's `run(transport="sse")`)
     mode: str | None = None
     lazy: bool = False  # under a lazy-initialisation guard (`if self._x is None: self._x = ...`)
     memo: bool = False  # ... that keeps what it makes beyond the call (`self._x`, `cache[key]`): once per key

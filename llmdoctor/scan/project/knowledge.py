@@ -120,8 +120,8 @@ class OneClient:
         return {name for calls, _ in self.stdio for name in calls.last_names()} | self.network.last_names()
 
     def started(self, call, qualified: str) -> str | None:
-        """"stdio" or "network" when `call` (a qualified library call) starts the server, else None. A transport
-        it names by a literal outside the stdio ones, or not by a literal (`transport=args.transport`), is
+        """"stdio" or "network" when `call` (a qualified library call) starts the server, else None. A
+        transport named by a literal outside the stdio ones, or not by a literal (`transport=args.transport`), is
         taken as a network one."""
         if self.network.match(qualified):
             return "network"
@@ -170,7 +170,7 @@ class EntryKnowledge:
     dev_route_segments: frozenset[str] = frozenset()  # a route with one of them serves developer tooling
     dev_name_words: frozenset[str] = frozenset()  # ... as does an entry point in a module or class so named
     admin_route_segments: frozenset[str] = frozenset()  # a route with one of them serves an admin console
-    admin_guards: Patterns = field(default_factory=Patterns)  # ... as does an entry point a decorator so named guards
+    admin_guards: Patterns = field(default_factory=Patterns)  # ... or a decorator so named on the entry point
     probe_route_segments: frozenset[str] = frozenset()  # a route with one of them answers a health probe
     reply_methods: frozenset[str] = frozenset()  # calls that hand the reader an answer (`ws.send_text`, `reply_text`)
     handoff_puts: Patterns = field(default_factory=Patterns)  # a queue handing requests to a consumer: its put
@@ -415,7 +415,8 @@ def build(docs: list[tuple[str, dict]]) -> EntryKnowledge:
             knowledge.admin_guards.add(glob.lower())
         probes = data.get("probes") or {}
         _keys(probes, PROBE_KEYS, where + ".probes'")
-        probe_segments.update(s.lower() for s in _strings(probes.get("route_segments"), f"{where}.probes.route_segments'"))
+        probe_segments.update(
+            s.lower() for s in _strings(probes.get("route_segments"), f"{where}.probes.route_segments'"))
         replies = data.get("replies") or {}
         _keys(replies, REPLIES_KEYS, where + ".replies'")
         reply_methods.update(_strings(replies.get("methods"), f"{where}.replies.methods'"))

@@ -34,7 +34,7 @@ class BlockingCallInAsync(ProjectRule):
             function = node.function
             if not function.is_async:
                 continue
-            # nothing else waits on its loop, or only the one client of a server on stdio: only with --every-context
+            # nothing else waits on its loop, or only a stdio server's one client: only with --every-context
             alone = model.on_private_loop(node.id) or model.serves_one_client(node.id)
             for call in function.calls:
                 lines = (call.line, call.stmt_line)

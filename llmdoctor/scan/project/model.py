@@ -329,7 +329,7 @@ class ProjectModel:
         if node_id in self._serving and not before_get:  # reached only from entry points declared control plane
             chain = self._chain(node_id, self._serving_parent)
             return Context(CONTROL_PLANE, self.entries[chain[0][0]], tuple(chain))
-        if node_id in self._periodic:  # a job (or a health probe's route) and what it calls, also run at start-up
+        if node_id in self._periodic:  # a job or a health probe's route, what it calls (also run at start-up)
             chain = self._chain(node_id, self._periodic_parent)
             return Context(SCHEDULED, self.entries.get(chain[0][0]) if chain else None, tuple(chain))
         if self._is_test_function(node):
@@ -374,6 +374,9 @@ class ProjectModel:
         return node_id in self._one_client
 
     def _one_client_nodes(self) -> set[int]:
+        servers = {server.framework for server in self.knowledge.one_client}
+        if not any(entry.framework in servers for entry in self.entries.values()):
+            return set()
         frameworks = self._started_on_stdio_only()
         alone = sorted(n for n, entry in self.entries.items() if entry.framework in frameworks)
         if not alone:
@@ -385,8 +388,6 @@ class ProjectModel:
     def _started_on_stdio_only(self) -> set[str]:
         """The frameworks whose servers the project starts, each time, on stdio."""
         servers = self.knowledge.one_client
-        if not servers:
-            return set()
         last = set().union(*(server.last_names() for server in servers))
         started: dict[str, set[str]] = {}
         for node in self.nodes:
@@ -687,11 +688,11 @@ class ProjectModel:
         return {where: tuple(dict.fromkeys(classes)) for where, classes in found.items()}
 
     def _subclass_map(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
-        """class -> the project classes deriving from it directly; for a `typing.Protocol`, the project classes
-        that define every one of its methods (its implementations, structurally, as a type checker matches them:
-        freeride's provider plugins implement `Provider(Protocol)` without naming it); a protocol of one method,
-        the classes defining it with the same parameters (a type checker matches their names too:
-        distill-mcp's distillers implement `DistillerPort.distill(self, raw_text)`)."""
+        """class -> the project classes deriving from it directly; for a `typing.Protocol`, the project
+        classes that define every one of its methods (its implementations, structurally, as a type checker
+        matches them: freeride's provider plugins implement `Provider(Protocol)` without naming it); for a
+        protocol of one method, the classes defining it with the same parameters (a type checker matches their
+        names too: distill-mcp's distillers implement `DistillerPort.distill(self, raw_text)`)."""
         found: dict[tuple[str, str], list[tuple[str, str]]] = {}
         protocols: list[tuple[tuple[str, str], set[str]]] = []
         for klass, info in self.classes.items():

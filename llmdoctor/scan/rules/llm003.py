@@ -332,7 +332,8 @@ class ClientPerCall(Rule):
         return frame_of(self._frames, function)
 
     def _finish(self, frame: _Frame) -> None:
-        if not frame.candidates or self._lifetime.refreshes(frame.scope) or self._lifetime.fetches_any_host(frame.scope):
+        lifetime = self._lifetime
+        if not frame.candidates or lifetime.refreshes(frame.scope) or lifetime.fetches_any_host(frame.scope):
             return
         stored = _closure(frame.stored, frame.sources)
         returned = _closure(frame.returned, frame.sources)
