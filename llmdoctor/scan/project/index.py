@@ -118,6 +118,16 @@ class Call:
     # answer (entrypoints.yaml `replies`: `ws.send_text(...)`), also through the names it is stored in
     answers: bool = False
 
+    def argument(self, position: int, keyword: str) -> tuple[bool, str | None]:
+        """Whether the call passes the argument at `position` (or as `keyword=`), and its string literal where the
+        index keeps one: the first positional argument's `literal`; the second's, or a `mode=` / `trigger=` /
+        `transport=` keyword's, `mode`."""
+        if keyword in self.keywords:
+            return True, self.mode
+        if self.positional < 0 or self.positional > position:
+            return True, self.literal if position == 0 else self.mode if position == 1 else None
+        return False, None
+
     def to_json(self) -> list:
         return [self.ref, self.kind, self.line, self.col, self.end_line, self.end_col, self.stmt_line, self.text,
                 list(self.keywords), list(self.marks), [list(a) for a in self.args], self.literal, self.mode,

@@ -131,13 +131,8 @@ class OneClient:
             if transport is None:
                 return "stdio"
             position, keyword, stdio = transport
-            if keyword in call.keywords:
-                named = call.mode
-            elif call.positional < 0 or call.positional > position:
-                named = call.literal if position == 0 else call.mode if position == 1 else None
-            else:
-                return "stdio"  # the default
-            return "stdio" if named in stdio else "network"
+            given, named = call.argument(position, keyword)
+            return "stdio" if not given or named in stdio else "network"  # not given: stdio, the default
         return None
 
 

@@ -163,8 +163,8 @@ def _periodic_trigger(call: Call, trigger: tuple[int, str, frozenset[str]] | Non
     if trigger is None:
         return True
     position, keyword, once = trigger
-    given = keyword in call.keywords or call.positional < 0 or call.positional > position
-    return given and call.mode not in once
+    given, value = call.argument(position, keyword)
+    return given and value not in once
 
 
 def _inside(inner: Call | None, outer: Call) -> bool:
