@@ -1241,6 +1241,93 @@ def test_llm001_only_a_completion_whose_value_goes_on_to_the_reader(tmp_path):
     assert every == {9, 13, 20, 33, 35}  # the score, the drafts and the summary still serve, but feed code
 
 
+LOG_HELPERS = """
+    import logging
+    progress_logger = logging.getLogger("progress")
+    dev_logger = logging.getLogger("dev")
+    dev_mode = False
+
+    def color_print(message, **kwargs):
+        progress_logger.info(message)
+
+    def debug(message):
+        if dev_mode:
+            dev_logger.info(message)
+
+    def log_size(message):
+        progress_logger.info("%d characters", len(message))
+
+    def print_excerpt(message):
+        progress_logger.info(f"{message[:40]}...")
+
+    def log_warning(title, message):
+        progress_logger.warning(f"{title}: {message}")
+    """
+
+
+def test_llm005_a_payload_handed_to_a_logging_helper_of_the_program(tmp_path):
+    root = write(tmp_path, {"app/log.py": LOG_HELPERS, "app/search.py": """
+        from fastapi import FastAPI
+        from openai import OpenAI
+        from app import log
+        from app.log import color_print, log_warning
+        app = FastAPI()
+        client = OpenAI()
+
+        @app.get("/query")
+        def query(original_query: str):
+            log.color_print(f"<query> {original_query} </query>")
+            log.debug(original_query)
+            log.log_size(original_query)
+            log.print_excerpt(original_query)
+            color_print(message=original_query)
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": original_query}])
+            if not reply.choices:
+                log_warning("empty", original_query)
+            log_warning(original_query, "done")
+            log.color_print("searching", original_query)
+            return reply
+        """})
+    findings = [f for f in scan(root) if f.rule == "LLM005"]
+    assert [(f.path, f.line) for f in findings] == [("app/search.py", 11), ("app/search.py", 15), ("app/search.py", 19)]
+    first = findings[0]
+    assert "`color_print` logs its `message` at INFO" in first.message
+    assert first.extra["helper"] == {"path": "app/log.py", "line": 7, "function": "color_print", "parameter": "message"}
+    assert first.extra["level"] == "INFO" and first.extra["context"] == "serving"
+    assert findings[2].extra["level"] == "WARNING"  # `log_warning`'s title, outside the error branch
+
+
+def test_llm005_a_method_logging_its_parameter_is_a_helper_too(tmp_path):
+    root = write(tmp_path, {"app.py": """
+        import logging
+        from openai import OpenAI
+        from flask import Flask
+        app = Flask(__name__)
+
+        class Base:
+            def __init__(self):
+                self.logger = logging.getLogger(__name__)
+                self.client = OpenAI()
+
+            def log(self, message: str, title: str = "Info"):
+                self.logger.info(f"{title}: {message}")
+
+            def generate_sql(self, question: str) -> str:
+                prompt = f"Write SQL for: {question}"
+                self.log(title="SQL Prompt", message=prompt)
+                llm_response = self.client.responses.create(model="m", input=prompt).output_text
+                self.log(llm_response, "LLM Response")
+                return llm_response
+
+        base = Base()
+
+        @app.get("/sql")
+        def sql():
+            return base.generate_sql("how many users")
+        """})
+    assert found(scan(root), "LLM005") == [("app.py", 17, "LLM005"), ("app.py", 19, "LLM005")]
+
+
 def test_llm005_payloads_collected_with_append_and_modules_calling_a_model_over_http(tmp_path):
     root = write(tmp_path, {"app.py": """
         import logging

@@ -168,6 +168,10 @@ def test_logging_sink_fact() -> None:
     assert g.text("from app.log import logger\nlogger.warning(x)\n")  # a logger-like name
     assert not g.text("import logging\nlogger = logging.getLogger(__name__)\nlogger.debug(x)\n")  # below INFO
     assert not g.text("import logging\nitems.append(x)\n")
+    # a call that may reach a logging helper of the program (sdk-logging.yaml `helper_names`)
+    assert g.text("from app import log\nlog.color_print(f'<query> {query} </query>')\n")
+    assert g.text("self.log(title='SQL Prompt', message=prompt)\n")
+    assert not g.text("print(x)\ncatalog(x)\n")
 
 
 def test_one_of() -> None:

@@ -402,7 +402,8 @@ def _region_fact(fact: str, catalog):
         names = {name.rsplit(".", 1)[-1] for name, level in sinks.functions.items() if _reported(sinks, level)}
         names |= {name for name, level in sinks.logger_methods.items() if _reported(sinks, level)}
         called = frozenset(names)
-        return lambda region: not called.isdisjoint(region.called)
+        helper = sinks.may_be_helper
+        return lambda region: not called.isdisjoint(region.called) or any(helper(name) for name in region.called)
     if fact == "payload":
         generation = [name for name, method in sdk.calls.items() if method.generates]
         generation += [path for path, method in sdk.unknown_chains.items() if method.generates]
@@ -440,7 +441,11 @@ def _logging_sink_text(catalog):
                *("".join(r"\w*" if ch == "*" else re.escape(ch) for ch in glob) for glob in sinks.logger_name_globs)]
     logger_names = re.compile("|".join(rf"\b{item}\b" for item in sorted(set(globbed)))) if globbed else None
 
+    helpers = sinks.helper_names
+
     def test(text: str, source: str) -> bool:
+        if helpers is not None and any(helpers.fullmatch(word) for word in _called_words(text)):
+            return True
         if print_gate is not None and all(part is not None and passes(part, text) for part in print_gate):
             return True
         if functions_index is not None and functions_index.may_match(text):
@@ -451,6 +456,13 @@ def _logging_sink_text(catalog):
             logger_names is not None and logger_names.search(text) is not None)
 
     return test
+
+
+_CALLED_WORD = re.compile(r"(\w+)\s*\(")
+
+
+def _called_words(text: str) -> set[str]:
+    return set(_CALLED_WORD.findall(text))
 
 
 def _imports_sdk(region, prefixes: tuple[str, ...]) -> bool:

@@ -207,18 +207,22 @@ class Function:
     # parameters annotated `Callable[[A, B], R]` -> the references of A, B (None where unknown): what a lambda
     # handed there is called with (`call=lambda p, k: p.forward_chat(k)` for `call: Callable[[Provider, str], ...]`)
     callables: dict[str, list[str | None]] = field(default_factory=dict)
+    # the parameters it logs, whole or formatted into the line, at a level its logger call fixes, in a statement
+    # of its own body (no test around it): name -> level. A call handing it a prompt logs the prompt (LLM005)
+    logs: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> list:
         return [self.key, self.name, self.line, self.is_async, self.owner, self.static, self.parent,
                 [d.to_json() for d in self.decorators], [c.to_json() for c in self.calls], self.returns,
                 self.returns_items, self.generator, self.switches, self.switch_attributes, self.registers,
                 self.abstract, self.parameters, self.runs, self.declared, self.accessor, self.runs_coroutine,
-                self.callables]
+                self.callables, self.logs]
 
     @classmethod
     def from_json(cls, data: list) -> Function:
         (key, name, line, is_async, owner, static, parent, decorators, calls, returns, items, generator, switches,
-         switch_attributes, registers, abstract, parameters, runs, declared, accessor, runs_coroutine, callables) = data
+         switch_attributes, registers, abstract, parameters, runs, declared, accessor, runs_coroutine, callables,
+         logs) = data
         if not (type(key) is str and type(name) is str and _lines(line) and type(is_async) is bool
                 and type(static) is bool and _optional_strings(owner, parent, returns, declared) and type(calls) is list
                 and (items is None or (type(items) is list and _optional_strings(*items)))
@@ -233,13 +237,14 @@ class Function:
                 and type(runs) is list and _only_strings(runs) and type(accessor) is bool
                 and type(runs_coroutine) is list and _only_strings(runs_coroutine)
                 and type(callables) is dict and all(type(k) is str and type(v) is list and _optional_strings(*v)
-                                                    for k, v in callables.items())):
+                                                    for k, v in callables.items())
+                and type(logs) is dict and all(type(k) is str and type(v) is int for k, v in logs.items())):
             raise ValueError("index: a function of the wrong shape")
         return cls(key, name, line, is_async, owner, static, parent, [_decorator(d) for d in decorators],
                    [Call.from_json(c) for c in calls], returns, items, generator,
                    {k: list(v) for k, v in switches.items()},
                    dict(switch_attributes), list(registers), abstract, list(parameters), list(runs), declared,
-                   accessor, list(runs_coroutine), {k: list(v) for k, v in callables.items()})
+                   accessor, list(runs_coroutine), {k: list(v) for k, v in callables.items()}, dict(logs))
 
 
 @dataclass(slots=True)
@@ -1425,6 +1430,8 @@ class _Reader:
             for value in scope.kept_returns:  # what it returns is only ever the kept value
                 self._note_return(value)
         _mark_answers(function, scope.flows, self.interest)
+        if self.interest is not None and self.interest.logging is not None:
+            function.logs = self._logged_parameters(node.body, function.parameters)
         if function.returns_items is not None:
             function.returns_items = [None if item == _NONE_RETURNED else item for item in function.returns_items]
         if "contextmanager" in names:  # `with self._connect() as db:` runs the body up to its `yield` on entry
@@ -1433,6 +1440,35 @@ class _Reader:
         self.memo_depth = saved_memo
         self.guards = saved_guards
         self.scopes.pop()
+
+    def _logged_parameters(self, body: list, parameters: list[str]) -> dict[str, int]:
+        """Function.logs: `progress_logger.info(message)`, `log.info(f"{title}: {text}")` as a statement of `body`."""
+        knowledge = self.interest.logging
+        logged: dict[str, int] = {}
+        for statement in body:
+            if type(statement) is not ast.Expr or type(statement.value) is not ast.Call:
+                continue
+            call = statement.value
+            func = call.func
+            if type(func) is ast.Attribute:
+                ref = self.ref(func)
+                owner = ref[2:].rpartition(".")[0].replace("()", "") if ref and ref.startswith("I:") else None
+                receiver = func.value.id if type(func.value) is ast.Name else (
+                    func.value.attr if type(func.value) is ast.Attribute else None)
+                level = knowledge.fixed_level(owner, receiver, func.attr)
+            elif type(func) is ast.Name:
+                ref = self.ref(func)
+                owner, _, method = ref[2:].rpartition(".") if ref and ref.startswith("I:") else (None, "", "")
+                level = knowledge.fixed_level(owner, None, method) if owner else None
+            else:
+                continue
+            if level is None or level < knowledge.min_level:
+                continue
+            shown = [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_LOGGED_KEYWORDS)]
+            for name in _shown_names(shown, knowledge.excerpt_max_chars):
+                if name in parameters and logged.get(name, -1) < level:
+                    logged[name] = level
+        return logged
 
     def _bind_nested_defs(self, scope: _Scope, key: str, body: list) -> None:
         """A closure reads its enclosing function's names when it runs, so a def later in the body is already
@@ -2195,6 +2231,71 @@ def _mark_answers(function: Function, flows: list[tuple[frozenset[str] | None, l
             if first <= line <= last:
                 call.answers = True
                 break
+
+
+_NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "extra"})
+_KEEPS_TEXT_FUNCTIONS = frozenset({"str", "repr", "format"})
+_KEEPS_TEXT_METHODS = frozenset({"format", "join", "strip", "lower", "upper", "replace"})
+
+
+def _shown_names(nodes: list, excerpt_max_chars: int) -> set[str]:
+    """The names whose text a log line shows: passed as they are, formatted in (`f"{text}"`, `"%s" % text`,
+    `"x: " + text`, `"{}".format(text)`, `str(text)`), not reduced to an excerpt (`text[:50]`, `{text:.50}`) or
+    to something else (`len(text)`, `text.count("\n")`)."""
+    names = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            names.add(node.id)
+        elif kind is ast.JoinedStr:
+            stack.extend(part for part in node.values if type(part) is ast.FormattedValue
+                         and not _cut_by_spec(part.format_spec, excerpt_max_chars))
+        elif kind is ast.FormattedValue:
+            stack.append(node.value)
+        elif kind is ast.BinOp and type(node.op) in (ast.Mod, ast.Add):
+            stack.extend((node.left, node.right))
+        elif kind in (ast.Tuple, ast.List):
+            stack.extend(node.elts)
+        elif kind is ast.Call:
+            func = node.func
+            if (type(func) is ast.Name and func.id in _KEEPS_TEXT_FUNCTIONS) or (
+                    type(func) is ast.Attribute and func.attr in _KEEPS_TEXT_METHODS):
+                stack.extend(node.args)
+                if type(func) is ast.Attribute:
+                    stack.append(func.value)
+        elif kind is ast.Subscript and type(node.slice) is ast.Slice:
+            if not _short_slice(node.slice, excerpt_max_chars):
+                stack.append(node.value)
+    return names
+
+
+def _cut_by_spec(spec: ast.expr | None, limit: int) -> bool:
+    """`{text:.50}`: a literal precision up to `limit` cuts the text to an excerpt."""
+    if spec is None or type(spec) is not ast.JoinedStr or len(spec.values) != 1 \
+            or type(spec.values[0]) is not ast.Constant:
+        return False
+    precision = re.search(r"\.(\d+)", str(spec.values[0].value))
+    return precision is not None and int(precision.group(1)) <= limit
+
+
+def _short_slice(part: ast.Slice, limit: int) -> bool:
+    """`text[:50]`, `text[-40:]`: at most `limit` characters."""
+    def literal(bound):
+        if type(bound) is ast.Constant and type(bound.value) is int:
+            return bound.value
+        if type(bound) is ast.UnaryOp and type(bound.op) is ast.USub and type(bound.operand) is ast.Constant \
+                and type(bound.operand.value) is int:
+            return -bound.operand.value
+        return None
+    lower = literal(part.lower) if part.lower is not None else 0
+    upper = literal(part.upper) if part.upper is not None else None
+    if part.step is not None or lower is None:
+        return False
+    if part.upper is None:
+        return lower < 0 and -lower <= limit
+    return upper is not None and lower == 0 and 0 <= upper <= limit
 
 
 def _names_read(nodes: list, prompts: frozenset[str]) -> set[str]:

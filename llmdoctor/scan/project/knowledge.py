@@ -246,6 +246,7 @@ class Interest:
     model_imports: tuple[str, ...] = ()
     model_paths: tuple[str, ...] = ()
     peer_codes: tuple[str, ...] = ()  # other linters' codes for a rule's check (rule files' `peer_codes`)
+    logging: object = field(default=None, compare=False)  # sdk-logging.yaml (LoggingKnowledge): what a function logs of its parameters
 
     def imports_model(self, node: ast.Import | ast.ImportFrom) -> bool:
         """`import openai`, `from google import genai`, `from langchain_core.messages import ...`."""
@@ -313,7 +314,8 @@ def index_interest(catalog) -> Interest:
             frozenset(roots), frozenset(builtins), knowledge.reply_methods, prompts, runners, knowledge.enters,
             model_imports=tuple(sorted(sdk_knowledge(catalog).imports)),
             model_paths=tuple(logging_knowledge(catalog).http_paths),
-            peer_codes=tuple(sorted({code for spec in catalog.rules.values() for code in spec.peer_codes})))
+            peer_codes=tuple(sorted({code for spec in catalog.rules.values() for code in spec.peer_codes})),
+            logging=logging_knowledge(catalog))
     return found
 
 

@@ -13,6 +13,7 @@ from llmdoctor.report.model import Finding
 from llmdoctor.scan.project.knowledge import entry_knowledge
 from llmdoctor.scan.project.layout import Layout
 from llmdoctor.scan.project.model import CONTROL_PLANE, OFFLINE, RUN_ONCE, SCHEDULED, ProjectModel, Step
+from llmdoctor.scan.rules.logging_knowledge import LEVELS, logging_knowledge
 
 FUNCTION_KEY = "_function"
 ONLY_IN = "_only_in"  # a candidate's extra: the contexts it may be reported in at all
@@ -22,6 +23,12 @@ PER_CALL = "_per_call"  # a candidate's extra: a cost paid per call, so none whe
 # a candidate's extra: it stands only in a program that calls a model (LLM005's payload-like names in a module that
 # imports no SDK itself: the program's `question` is the model's prompt)
 IN_MODEL_PROGRAM = "_in_model_program"
+# a candidate's extra: the argument (position or keyword) of its call that hands a function of the program a
+# payload; it stands only where that function logs the parameter it lands in (LLM005's logging helpers)
+LOGGED_THROUGH = "_logged_through"
+ERROR_PATH = "_error_path"  # a candidate's extra: in a branch or an except handler (a log there at WARNING or above
+# reports what went wrong)
+LEVEL_NAMES = {number: level for level, number in LEVELS.items()}
 DEFAULT_POLICY = {"serving": "report", "worker": "report", "unknown": "report", RUN_ONCE: "report",
                   OFFLINE: "off", CONTROL_PLANE: "report", SCHEDULED: "report"}
 
@@ -147,6 +154,16 @@ def _decide(model: ProjectModel, catalog, path: str, candidate: Finding, name,
     only_in = extra.pop(ONLY_IN, None)
     if extra.pop(IN_MODEL_PROGRAM, False) and not model.calls_a_model:
         return None
+    error_path = extra.pop(ERROR_PATH, False)
+    if LOGGED_THROUGH in extra:
+        helper = model.logging_helper(path, key, candidate.line, candidate.column, extra.pop(LOGGED_THROUGH))
+        if helper is None or (error_path and helper.level >= logging_knowledge(catalog).error_path_level):
+            return None
+        candidate = dataclasses.replace(candidate, message=f"{candidate.message} (`{helper.function}` logs its "
+                                        f"`{helper.parameter}` at {LEVEL_NAMES.get(helper.level, helper.level)})")
+        extra.update(level=LEVEL_NAMES.get(helper.level, str(helper.level)),
+                     helper={"path": name(helper.path), "line": helper.line, "function": helper.function,
+                             "parameter": helper.parameter})
     if extra.pop(PER_CALL, False) and model.memoised(path, key, candidate.line, candidate.column):
         return None  # `if self._x is not None: return self._x` before it: built once per key, not per call
     if model.switched_off_by_callers(path, key, candidate.line):

@@ -113,6 +113,17 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class LoggingHelper:
+    """A function of the program that logs one of its parameters (LLM005's candidates handed to it)."""
+
+    path: str
+    line: int
+    function: str
+    parameter: str
+    level: int
+
+
+@dataclass(frozen=True)
 class Step:
     """One hop of a chain: in `function` (defined in `path`), the call (or finding) on `line`."""
 
@@ -529,6 +540,27 @@ class ProjectModel:
         (`if key not in cache: ...`, or after `if self._x is not None: return self._x`)."""
         node = self.node(path, key)
         return node is not None and any(call.memo for call in _calls_at(node, line, column))
+
+    def logging_helper(self, path: str, key: str, line: int, column: int, argument: str) -> LoggingHelper | None:
+        """The function of the program that the call at `line`:`column` of function `key` of `path` hands its
+        `argument` (a position or a keyword), where that function logs the parameter it lands in (Function.logs)."""
+        node = self.node(path, key)
+        for call in _calls_at(node, line, column) if node is not None else ():
+            for callee in self.callee_nodes(node.id, call):
+                function = self.nodes[callee].function
+                if not function.logs:
+                    continue
+                if argument.isdigit():
+                    positional = function.parameters[:function.parameters.index("*")] \
+                        if "*" in function.parameters else function.parameters
+                    parameter = positional[int(argument)] if int(argument) < len(positional) else None
+                else:
+                    parameter = argument
+                if parameter in function.logs:
+                    helper = self.nodes[callee]
+                    return LoggingHelper(helper.path, function.line, helper.label, parameter,
+                                         function.logs[parameter])
+        return None
 
     def callers_omitting(self, path: str, key: str, keyword: str) -> int:
         """How many calls in the project reach the private function `key` of `path`, when they are all known

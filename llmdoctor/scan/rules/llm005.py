@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from llmdoctor.scan.functionfacts import first_word
-from llmdoctor.scan.project.link import IN_MODEL_PROGRAM
+from llmdoctor.scan.project.link import ERROR_PATH, IN_MODEL_PROGRAM, LOGGED_THROUGH
 from llmdoctor.scan.rules.payload import LEVELS, Source, attribute_chain
 from llmdoctor.scan.rules.payloadflow import PayloadFlowRule
 
@@ -27,6 +27,7 @@ class UnsampledPayloadLogging(PayloadFlowRule):
         super().visit_Call(node)  # `parts.append(answer)`: `parts` carries it from here on
         sink = self._sink_of(node)
         if sink is None:
+            self._handed_to_helper(node)
             return
         shown, level, skip_first = sink
         if level < self.knowledge.min_level or self.under_sampling_guard():
@@ -46,10 +47,43 @@ class UnsampledPayloadLogging(PayloadFlowRule):
                 self._report(node, shown, level, value_expr, value)
                 return
 
+    def _handed_to_helper(self, node: cst.Call) -> None:
+        """`log.color_print(f"<query> {query} </query>")`: a payload handed to a function of the program. A
+        candidate the project model keeps where that function logs the parameter it lands in (Function.logs)."""
+        func = node.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) \
+            else None
+        if name is None or not node.args or not self.knowledge.may_be_helper(name) or self.under_sampling_guard():
+            return
+        callee = self.context.callee_name(node)
+        if callee is not None and (callee.startswith("builtins.") or callee in self.knowledge.functions):
+            return
+        position = 0
+        for arg in node.args:
+            if arg.star:
+                return  # `*args`: which parameter each lands in is unknown from here on
+            if arg.keyword is not None and arg.keyword.value in NOT_LOGGED_KEYWORDS:
+                continue
+            where = arg.keyword.value if arg.keyword is not None else str(position)
+            position += arg.keyword is None
+            value = self.evaluate(arg.value)
+            if isinstance(value, Source) and not value.stream:
+                shown = _shown(node.func, self.context.callee_name(node))
+                text = _brief(_source_text(value, arg.value))
+                self.report(
+                    node,
+                    f"`{shown}()` is handed `{text}`, which carries {value.what}, and logs it unsampled. Prompts "
+                    "and completions copy user data into every log sink, ~16 kB per line for a 4,000-token prompt",
+                    fix="hand the helper metadata instead (`len(...)`, ids, `.usage` token counts, latency), or log "
+                        "the text only under a sampling guard (`if random.random() < SAMPLE_RATE:`) or redacted",
+                    sink=shown, payload=text,
+                    **{LOGGED_THROUGH: where, **({ERROR_PATH: True} if self.in_branch() else {}),
+                       **({} if self.llm_module() else {IN_MODEL_PROGRAM: True})},
+                )
+                return
+
     def _report(self, node: cst.Call, shown: str, level: int, expr: cst.BaseExpression, source: Source) -> None:
-        text = " ".join(cst.Module([]).code_for_node(source.node or expr).split())
-        if len(text) > 60:
-            text = text[:57] + "..."
+        text = _brief(_source_text(source, expr))
         level_name = LEVEL_NAMES.get(level, str(level))
         where = {} if self.llm_module() else {IN_MODEL_PROGRAM: True}
         self.report(
@@ -125,6 +159,14 @@ class UnsampledPayloadLogging(PayloadFlowRule):
         if constant in self.knowledge.level_constants:
             return shown, self.knowledge.level_constants[constant], True
         return None  # a level we cannot read: no guess
+
+
+def _source_text(source: Source, expr: cst.BaseExpression) -> str:
+    return " ".join(cst.Module([]).code_for_node(source.node or expr).split())
+
+
+def _brief(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _shown(func: cst.BaseExpression, callee: str | None) -> str:

@@ -34,6 +34,7 @@ class LoggingKnowledge:
     logger_methods: dict  # method -> level number or None
     logger_names: frozenset  # exact names
     logger_name_globs: frozenset  # `*_logger`
+    helper_names: re.Pattern | None  # what a logging helper of the program may be called (`color_print`)
     level_constants: dict  # qualified constant -> level number
     payload_attributes: frozenset
     metadata_attributes: frozenset
@@ -56,6 +57,25 @@ class LoggingKnowledge:
 
     def is_logger_name(self, name: str) -> bool:
         return name in self.logger_names or any(fnmatch.fnmatchcase(name, g) for g in self.logger_name_globs)
+
+    def may_be_helper(self, name: str) -> bool:
+        return self.helper_names is not None and self.helper_names.fullmatch(name) is not None
+
+    def fixed_level(self, owner: str | None, receiver: str | None, method: str) -> int | None:
+        """The level of a logging call whose level its callee fixes: a module function (`logging.info`: owner
+        `logging`), or a logger method (`info`) of a logger the program made or imported (owner
+        `logging.getLogger`, `loguru.logger`) or of a receiver named like one (`progress_logger.info`).
+        None for anything else, `print` and `logger.log(level, ...)` included."""
+        if owner is not None and owner != "builtins":
+            level = self.functions.get(f"{owner}.{method}")
+            if level is not None:
+                return level
+        level = self.logger_methods.get(method)
+        if level is None:
+            return None
+        if owner in self.logger_factories or owner in self.logger_objects:
+            return level
+        return level if receiver is not None and self.is_logger_name(receiver) else None
 
     def is_payload_name(self, name: str, beside_model: bool = True) -> bool:
         """`beside_model`: in a module that calls the model itself (else `names_beside_model` do not count)."""
@@ -111,6 +131,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
                         for name, level in (sinks.get("logger_methods") or {}).items()},
         logger_names=frozenset(n for n in sinks.get("logger_names") or () if "*" not in n),
         logger_name_globs=frozenset(n for n in sinks.get("logger_names") or () if "*" in n),
+        helper_names=_glob_regex(sinks.get("helper_names")),
         level_constants={name: _level(f"log_sinks.level_constants.{name}", level)
                          for name, level in (sinks.get("level_constants") or {}).items()},
         payload_attributes=frozenset(payload.get("attributes") or ()),
