@@ -586,3 +586,39 @@ def test_a_retry_loop_that_backs_off_after_a_failure_still_builds_a_pool_per_cal
                     return body["output"]
         """
     assert lines(source) == [10]
+
+
+def test_a_retry_loop_over_backoff_delays_waits_only_between_attempts():
+    """From muaddib (providers/anthropic.py:155): `for attempt, delay in enumerate(backoff_delays)` sleeps under
+    `if delay > 0:` before each retry, so the first attempt of every call builds its session without waiting;
+    a loop over items that sleeps before each one (rate limiting) is still exempt."""
+    source = """
+        import asyncio
+        import aiohttp
+        from fastapi import FastAPI
+        app = FastAPI()
+        BACKOFF_DELAYS = [0, 2, 5, 10]
+
+        @app.post("/chat")
+        async def chat(payload: dict):
+            for attempt, delay in enumerate(BACKOFF_DELAYS):
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                try:
+                    async with aiohttp.ClientSession() as session:
+                        async with session.post("https://api.anthropic.com/v1/messages", json=payload) as r:
+                            return await r.json()
+                except aiohttp.ClientError:
+                    continue
+
+        @app.post("/batch")
+        async def batch(items: list[str]):
+            for item in items:
+                if item:
+                    await asyncio.sleep(1)
+                async with aiohttp.ClientSession() as session:
+                    async with session.post("https://api.example.com/score", json={"text": item}) as r:
+                        if r.ok:
+                            return await r.json()
+        """
+    assert lines(source) == [14]

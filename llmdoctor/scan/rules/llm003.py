@@ -72,6 +72,7 @@ class Lifetime:
     pool_kwargs: frozenset[str]
     transport_kwargs: frozenset[str]
     sleep_calls: frozenset[str]
+    retry_names: tuple[str, ...]
 
     def rarely_called(self, scope: Scope) -> bool:
         return _named(scope, self.rare_function_globs)
@@ -100,6 +101,7 @@ def lifetime(catalog) -> Lifetime:
             pool_kwargs=frozenset(data.get("pool_kwargs") or ()),
             transport_kwargs=frozenset(data.get("transport_kwargs") or ()),
             sleep_calls=frozenset(data.get("sleep_calls") or ()),
+            retry_names=tuple(data.get("retry_loop_names") or ()),
         )
     return found
 
@@ -116,18 +118,29 @@ class ClientPerCall(Rule):
         self._loops: list[int] = []  # id() of the loops and comprehensions being visited
         self._polling: set[int] = set()  # loops that sleep
         self._retrying: set[int] = set()  # loops that end once a call succeeds
+        self._branches: list[int] = []  # per loop being visited: the `if` bodies around the visit inside it
         self._loop_nodes: list[cst.CSTNode] = []  # keeps the ids above unique
         self._pending: list[tuple[_Candidate, Scope, bool]] = []  # (candidate, its function, returned)
         self._module_frame: _Frame | None = None
 
     def visit_For(self, node: cst.For) -> None:
         self._loops.append(id(node))
+        self._branches.append(0)
         self._loop_nodes.append(node)
-        if _retries(node):
+        if _retries(node, self._lifetime.retry_names):
             self._retrying.add(id(node))
 
     def leave_For(self, node: cst.For) -> None:
         self._loops.pop()
+        self._branches.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        if self._branches:
+            self._branches[-1] += 1
+
+    def leave_If(self, node: cst.If) -> None:
+        if self._branches:
+            self._branches[-1] -= 1
 
     visit_While = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_For
     leave_While = leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = leave_For
@@ -275,7 +288,10 @@ class ClientPerCall(Rule):
         if callee is None:
             return
         if callee in self._lifetime.sleep_calls:
-            self._polling.update(self._loops)
+            if self._loops and self._loops[-1] in self._retrying and self._branches[-1]:
+                self._polling.update(self._loops[:-1])  # `if attempt: sleep(backoff)`: a wait between attempts
+            else:
+                self._polling.update(self._loops)
             return
         constructor = False
         if callee not in self._knowledge.module_functions:
@@ -391,15 +407,34 @@ class ClientPerCall(Rule):
         return {ONLY_IN: [SERVING, WORKER_CONTEXT]} if self._lifetime.rarely_called(scope) else {}
 
 
-def _retries(loop: cst.CSTNode) -> bool:
-    """A retry loop (`for _ in range(n):` or `while ...:` that returns or breaks once the call succeeds)
-    repeats only on failure: it is no evidence that the calls repeat."""
+def _retries(loop: cst.CSTNode, retry_names: tuple[str, ...]) -> bool:
+    """A retry loop (`for _ in range(n):`, `for attempt, delay in enumerate(backoff_delays):` or `while ...:`
+    that returns or breaks once the call succeeds) repeats only on failure: it is no evidence that the calls
+    repeat."""
     if isinstance(loop, cst.For):
-        if not (isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "range"):
+        ranged = isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "range"
+        if not ranged and not any(fnmatch.fnmatchcase(name.lower(), glob) for name in _names_in((loop.target, loop.iter))
+                                  for glob in retry_names):
             return False
     elif not isinstance(loop, cst.While):
         return False
     return holds(loop.body, (cst.Return, cst.Break))
+
+
+def _names_in(nodes) -> list[str]:
+    names, stack = [], list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            names.append(node.value)
+        elif isinstance(node, cst.Attribute):
+            names.append(node.attr.value)
+            stack.append(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            stack.extend(element.value for element in node.elements)
+        elif isinstance(node, cst.Call):
+            stack.extend(arg.value for arg in node.args)
+    return names
 
 
 def _closure(escaped: set[str], sources: dict[str, set[str]]) -> set[str]:
