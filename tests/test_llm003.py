@@ -622,3 +622,37 @@ def test_a_retry_loop_over_backoff_delays_waits_only_between_attempts():
                             return await r.json()
         """
     assert lines(source) == [14]
+
+
+def test_a_subclass_of_a_client_is_that_client():
+    """From django-ragamuffin (models.py:682, 1804): `class OpenAIClient(OpenAI)` only sets the key, so
+    `OpenAIClient()` on every save builds an OpenAI client and its pool. A class a function defines (letta's
+    `UnixSocketHTTPConnection(http.client.HTTPConnection)`, connecting to a Unix socket) is not followed."""
+    source = """
+        import http.client
+        from fastapi import FastAPI
+        from openai import OpenAI
+        app = FastAPI()
+
+        class OpenAIClient(OpenAI):
+            def __init__(self, **kwargs):
+                super().__init__(api_key="k", **kwargs)
+
+            def vector_store(self, name):
+                return self.vector_stores.retrieve(name)
+
+        @app.post("/threads")
+        def save(name: str):
+            client = OpenAIClient()
+            return client.vector_store(name)
+
+        @app.post("/run")
+        def run(body: str):
+            class UnixSocketConnection(http.client.HTTPConnection):
+                def connect(self):
+                    pass
+            connection = UnixSocketConnection("localhost")
+            connection.request("POST", "/", body=body)
+            return connection.getresponse().read()
+        """
+    assert lines(source) == [16]

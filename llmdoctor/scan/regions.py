@@ -32,6 +32,7 @@ LLM006: `HTTPAdapter` subclasses and `session.request = ...`).
 
 from __future__ import annotations
 
+import ast
 import builtins
 import re
 from dataclasses import dataclass, field
@@ -112,6 +113,14 @@ class Region:
         if root in self.params and attrs and _ends_with(name, attrs, prefix=2):
             return True
         return root in self.self_names and len(attrs) >= 2 and _ends_with(name, attrs[1:], prefix=2)
+
+
+def _dotted(node: ast.expr) -> str:
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if type(node) is ast.Name else ""
 
 
 def _ends_with(name: tuple[str, ...], tail: tuple[str, ...], *, prefix: int) -> bool:
@@ -308,6 +317,16 @@ class _Context:
         first: dict[str, str] = {}
         for local, qualified in facts.module_imports:
             first.setdefault(local, qualified)
+        for unit in facts.units:  # `class OpenAIClient(OpenAI)`: building one builds what it derives from
+            node = unit.node
+            if unit.is_class and len(node.bases) == 1 and not node.keywords:
+                base = _dotted(node.bases[0])
+                root, _, rest = base.partition(".")
+                if first.get(root):
+                    first.setdefault(node.name, f"{first[root]}.{rest}" if rest else first[root])
+                    if self.bound_by is facts.bound_by:
+                        self.bound_by = dict(facts.bound_by)
+                    self.bound_by[node.name] = {*self.bound_by.get(node.name, ()), *base.split(".")}
         defined = frozenset(unit.node.name for unit in facts.units if unit.is_def or unit.is_class)
         self.module = _Module(imported_as=first, assigned=frozenset(facts.assigned), defined=defined)
         self.memo: dict = {}

@@ -27,6 +27,7 @@ from llmdoctor.scan.fastwalk import children
 from llmdoctor.scan.functionfacts import FunctionFacts
 
 BUILTIN_NAMES = frozenset(dir(builtins))
+_NOT_LIBRARY_BASES = ("builtins.", "typing.", "typing_extensions.", "abc.", "enum.", "collections.")
 LAMBDA_KEY = "<lambda>"  # the project model's key for code in a lambda outside any def
 
 # Binding kinds
@@ -330,8 +331,10 @@ class SemanticModel:
                         for target in targets:
                             for name in _target_names(target):
                                 self._bind_module(scope, name, binding)
-            elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            elif isinstance(statement, cst.FunctionDef):
                 scope.bindings[statement.name.value] = Binding(LOCAL)  # a def replaces an imported name
+            elif isinstance(statement, cst.ClassDef):
+                scope.bindings[statement.name.value] = self._class_binding(statement)
             elif isinstance(statement, (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)):
                 for block in _blocks_of(statement):
                     self._collect_module_bindings(block, scope)
@@ -428,6 +431,16 @@ class SemanticModel:
                             binding = self._annotation_binding(small.annotation)
                         if binding.kind == INSTANCE:
                             scope.attribute_types[small.target.value] = binding.value
+
+    def _class_binding(self, node: cst.ClassDef) -> Binding:
+        """A module-level class deriving from one library class alone is that class to the rules: building it
+        builds the library's object (`class OpenAIClient(OpenAI)`: `OpenAIClient()` is an OpenAI client with its
+        pool). Not a class a function defines (an ad-hoc subclass, say a connection to a Unix socket)."""
+        if len(node.bases) == 1 and not node.keywords and node.bases[0].keyword is None:
+            kind, value = self._resolve(node.bases[0].value)
+            if kind == IMPORT and value and not value.startswith(_NOT_LIBRARY_BASES):
+                return Binding(IMPORT, value)
+        return Binding(LOCAL)
 
     def leave_scope(self) -> None:
         self.scopes.pop()
