@@ -678,3 +678,36 @@ def reply(answer, final_answer, question):
     plain = analyze_source("t.py", b"import logging\ndef reply(answer, question):\n    logging.info(answer)\n"
                            b"    logging.info(question)\n", CATALOG, ScanConfig(select=("LLM005",), every_context=True))
     assert plain.findings == []  # a single file calling no model: the program calls none
+
+
+def test_the_text_of_a_chat_platforms_message_is_the_users_prompt():
+    """From gabay (telegram_bot.py:66), telegram-rag-bot (handlers.py:508) and llm-chatbot-kit (discord_bot.py:139):
+    the text a bot's handler reads off the platform's own message object (sdk-logging.yaml `chat_message_text`)
+    is what the user typed, whatever the local name; its length, or an untyped parameter's `.text`, is not."""
+    check("""
+        import logging
+        import discord
+        from openai import AsyncOpenAI
+        from telegram import Update
+        from telegram.ext import ContextTypes
+        logger = logging.getLogger(__name__)
+
+        async def handle_message(update: Update, context: ContextTypes.DEFAULT_TYPE, overridden_text: str = None):
+            text = overridden_text or (update.effective_message.text if update.effective_message else None)
+            logger.info(f"Received message: {text} from {update.effective_user.id}")  # hit
+            logger.info("RAG INPUT | Query: %s", update.message.text[:100])  # hit
+            logger.info("chars: %d, chat: %s", len(update.message.text), update.effective_chat.id)
+            logger.info("preview: %s", text[:40])
+
+        async def on_message(message: discord.Message):
+            content = (message.content or "").strip()
+            logger.info("on_message: author=%s content=%r", message.author, content[:120])  # hit
+
+        async def on_untyped(message):
+            logger.info("text: %s", message.text)
+        """)
+
+
+def test_chat_message_paths_in_the_knowledge_are_checked():
+    with pytest.raises(UserError, match=r"sdk-logging.yaml: key 'payload.chat_message_text'.telegram.Update"):
+        build_logging_knowledge({"payload": {"chat_message_text": {"telegram.Update": ["message..text"]}}})

@@ -409,8 +409,11 @@ def _region_fact(fact: str, catalog):
         generation += [path for path, method in sdk.unknown_chains.items() if method.generates]
         index = NameIndex(generation)
         payload_name = sinks.is_payload_name
+        chat = [(frozenset({name.rsplit(".", 1)[-1]}), frozenset(path[-1] for path in paths))
+                for name, paths in sinks.chat_message_text.items()]  # a value of the type, read to its text
         return lambda region: index.may_match_words(region.words, region.text) or any(
-            payload_name(word) for word in (*region.words, *region.strings))
+            payload_name(word) for word in (*region.words, *region.strings)) or any(
+            not kind.isdisjoint(region.words) and not last.isdisjoint(region.words) for kind, last in chat)
     if fact == "sdk_import_in_body":
         prefixes = tuple(sdk.imports)
         return lambda region: bool(region.imports) and _imports_sdk(region, prefixes)

@@ -44,6 +44,7 @@ class LoggingKnowledge:
     stream_final_methods: frozenset  # a stream's method returning the whole accumulated completion
     payload_kwargs: frozenset
     payload_keys: frozenset  # dict keys holding a request's prompt
+    chat_message_text: dict  # a chat platform's type -> the attribute paths holding the user's message text
     http_paths: tuple  # literals that make a module an LLM module
     payload_names: re.Pattern | None
     # ... of them, those that are payload only in a module that calls the model itself (`answer`, `*_answer`)
@@ -104,6 +105,20 @@ def _level(stem_key: str, value) -> int | None:
                     f"{', '.join(LEVELS)}, a number or {FIRST_ARGUMENT}")
 
 
+def _attribute_paths(doc) -> dict[str, frozenset[tuple[str, ...]]]:
+    """`telegram.Update: [message.text, ...]` -> {"telegram.Update": {("message", "text"), ...}}."""
+    where = f"rules file {KNOWLEDGE_STEM}.yaml: key 'payload.chat_message_text'"
+    if not isinstance(doc, dict):
+        raise UserError(f"{where}: must map a type to a list of attribute paths")
+    paths = {}
+    for type_name, items in doc.items():
+        if not isinstance(items, list) or not all(isinstance(i, str) and all(p.isidentifier() for p in i.split("."))
+                                                  for i in items):
+            raise UserError(f"{where}.{type_name}: must be a list of dotted attribute paths (`message.text`)")
+        paths[str(type_name)] = frozenset(tuple(item.split(".")) for item in items)
+    return paths
+
+
 def _count(stem_key: str, value) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
@@ -142,6 +157,7 @@ def build_logging_knowledge(doc: dict) -> LoggingKnowledge:
         stream_final_methods=frozenset(payload.get("stream_final_methods") or ()),
         payload_kwargs=frozenset(payload.get("kwargs") or ()),
         payload_keys=frozenset(payload.get("keys") or ()),
+        chat_message_text=_attribute_paths(payload.get("chat_message_text") or {}),
         http_paths=tuple(payload.get("http_paths") or ()),
         payload_names=_glob_regex(payload.get("names")),
         names_beside_model=_glob_regex(payload.get("names_beside_model")),

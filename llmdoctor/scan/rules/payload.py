@@ -461,6 +461,10 @@ class PayloadEvaluator:
                 break
         if any(name in self.logging.metadata_attributes for name in named):
             return METADATA
+        if isinstance(node, cst.Name) and named and self.logging.chat_message_text:
+            platform = self.context.instance_type(node)
+            if platform is not None and tuple(reversed(named)) in self.logging.chat_message_text.get(platform, ()):
+                return Source(f"the user's chat message (`.{'.'.join(reversed(named))}` of a `{platform}`)")
         root = self.evaluate(node)
         if isinstance(root, Source):
             if not named:
