@@ -49,6 +49,7 @@ def test_every_set_is_present() -> None:
     assert sets.count("holdout30") >= 3 and sets.count("holdout31") >= 3
     assert sets.count("holdout32") >= 3
     assert sets.count("holdout33") >= 3
+    assert sets.count("holdout34") >= 3
 
 
 def test_declared_control_plane_names_corpus_projects_and_valid_patterns() -> None:

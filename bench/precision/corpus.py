@@ -23,7 +23,7 @@ DEFAULT_DEST = REPO / "bench" / "corpus" / "precision"
 
 VERDICTS = ("real", "false", "miss", "todo")
 CONTEXTS = ("serving", "worker", "control-plane", "scheduled", "run-once", "offline", "unknown")  # the engine's contexts
-SETS = ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "holdout9", "holdout10", "holdout11", "holdout12", "holdout13", "holdout14", "holdout15", "holdout16", "holdout17", "holdout18", "holdout19", "holdout20", "holdout21", "holdout22", "holdout23", "holdout24", "holdout25", "holdout26", "holdout27", "holdout28", "holdout29", "holdout30", "holdout31", "holdout32", "holdout33")
+SETS = ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "holdout9", "holdout10", "holdout11", "holdout12", "holdout13", "holdout14", "holdout15", "holdout16", "holdout17", "holdout18", "holdout19", "holdout20", "holdout21", "holdout22", "holdout23", "holdout24", "holdout25", "holdout26", "holdout27", "holdout28", "holdout29", "holdout30", "holdout31", "holdout32", "holdout33", "holdout34")
 RULES = ("LLM001", "LLM002", "LLM003", "LLM004", "LLM005", "LLM006")
 
 

@@ -34,6 +34,7 @@
     python bench/precision/run.py --set holdout31    # the thirty-first holdout set (round 24, unseen; not for tuning)
     python bench/precision/run.py --set holdout32    # the thirty-second holdout set (round 24, second unseen; not for tuning)
     python bench/precision/run.py --set holdout33    # the thirty-third holdout set (round 25, unseen; not for tuning)
+    python bench/precision/run.py --set holdout34    # the thirty-fourth holdout set (round 25, second unseen; not for tuning)
     python bench/precision/run.py --set all          # every set, reported separately
     python bench/precision/run.py --project fschat   # one project (any set)
     python bench/precision/run.py --set all --declared   # with the control plane each operator would declare
