@@ -1265,6 +1265,35 @@ LOG_HELPERS = """
     """
 
 
+def test_a_coroutine_one_of_two_branches_builds_runs_on_the_loop_asyncio_run_makes(tmp_path):
+    """From django-ragamuffin (mathpix.py:582): `conversion = _convert_pdf(...)` or `_convert_image(...)`, then
+    `asyncio.run(conversion)`: either coroutine runs on a loop of its own, there and then (their file reads block
+    no one else); before, the run was not followed and both read as code nobody calls."""
+    root = write(tmp_path, {"app.py": """
+        import asyncio
+        from pathlib import Path
+        from django.http import JsonResponse
+
+        async def _convert_pdf(path):
+            return Path(path).read_bytes()
+
+        async def _convert_image(path):
+            return Path(path).read_bytes()
+
+        def convert(path):
+            if path.endswith(".pdf"):
+                conversion = _convert_pdf(path)
+            else:
+                conversion = _convert_image(path)
+            return asyncio.run(conversion)
+
+        def upload(request):
+            return JsonResponse({"size": len(convert(request.POST["path"]))})
+        """})
+    assert found(scan(root), "LLM004") == []
+    assert sorted(f.line for f in scan(root, every_context=True) if f.rule == "LLM004") == [7, 10]
+
+
 def test_llm005_a_payload_handed_to_a_logging_helper_of_the_program(tmp_path):
     root = write(tmp_path, {"app/log.py": LOG_HELPERS, "app/search.py": """
         from fastapi import FastAPI

@@ -961,6 +961,8 @@ class ProjectModel:
     def _argument_target(self, node_id: int, ref: str) -> Target | None:
         """What an argument hands over: `asyncio.run(main())` hands `main` (the call runs it), `add_route("/",
         Resource())` an instance."""
+        if ref.startswith(EITHER) and ref.endswith("}"):  # `asyncio.run(conversion)`, one of two calls a branch made
+            return _one_of([self._argument_target(node_id, member) for member in ref[len(EITHER) + 1:-1].split("|")])
         if ref.endswith(CALLED):
             inner = self.resolve(node_id, ref[: -len(CALLED)])
             if inner is not None and inner.kind == "function":
@@ -1071,16 +1073,10 @@ class ProjectModel:
         seen.update(refs)
         out = []
         for ref in refs:
-            target = self._argument_target(node_id, ref)
-            if target is None:
-                continue
-            if target.kind == "function":
-                out.append(target.node)
-            elif target.kind in ("class", "instance") and target.klass is not None:
-                methods = registration.methods or frozenset({"__call__"})
-                if target.kind == "class" and ref.endswith(".as_view()"):
-                    methods = registration.methods
-                out.extend(self._class_methods(target.klass, methods))
+            found = self._argument_target(node_id, ref)
+            for target in (found.members if found is not None and found.kind == "any" else (found,)):
+                if target is not None:
+                    out.extend(self._registered_target(target, ref, registration))
         if not out and refs:  # path("x/", views.MyView.as_view()): the class before `.as_view()`
             for ref in refs:
                 if ".as_view" in ref:
@@ -1088,6 +1084,16 @@ class ProjectModel:
                     if target is not None and target.kind == "class":
                         out.extend(self._class_methods(target.klass, registration.methods))
         return out
+
+    def _registered_target(self, target: Target, ref: str, registration: Registration) -> list[int]:
+        if target.kind == "function":
+            return [target.node]
+        if target.kind in ("class", "instance") and target.klass is not None:
+            methods = registration.methods or frozenset({"__call__"})
+            if target.kind == "class" and ref.endswith(".as_view()"):
+                methods = registration.methods
+            return self._class_methods(target.klass, methods)
+        return []
 
     def _class_entries(self, path: str, klass: ClassInfo) -> None:
         owner = self.by_key.get((path, MODULE_KEY))
