@@ -1294,6 +1294,40 @@ def test_a_coroutine_one_of_two_branches_builds_runs_on_the_loop_asyncio_run_mak
     assert sorted(f.line for f in scan(root, every_context=True) if f.rule == "LLM004") == [7, 10]
 
 
+def test_a_nested_coroutine_its_function_runs_with_asyncio_run_is_on_a_loop_of_its_own(tmp_path):
+    """From bgs-chat-app (api_calls.py:210, holdout34): a sync Django view's helper defines `async def poll()` and
+    runs it with `asyncio.run(poll())`; its sync requests between sleeps block only that private loop. Its
+    definition is no way in for anyone else, with or without a request path around it."""
+    root = write(tmp_path, {"chat.py": """
+        import asyncio
+        import requests
+
+        class DirectLine:
+            def _poll_once(self):
+                return requests.get("https://directline.botframework.com/v3/activities", timeout=10).json()
+
+            def get_response(self):
+                async def poll_for_latest_response():
+                    while True:
+                        found = self._poll_once()
+                        if found:
+                            return found
+                        await asyncio.sleep(1)
+                return asyncio.run(poll_for_latest_response())
+
+        def view(request):
+            return DirectLine().get_response()
+        """, "urls.py": """
+        from django.urls import path
+        from chat import view
+        urlpatterns = [path("chat/", view)]
+        """})
+    assert found(scan(root), "LLM004") == []
+    assert found(scan(root, every_context=True), "LLM004") == [("chat.py", 12, "LLM004")]
+    (root / "urls.py").unlink()  # library code nobody in the project calls: the same
+    assert found(scan(root), "LLM004") == []
+
+
 def test_llm005_a_payload_handed_to_a_logging_helper_of_the_program(tmp_path):
     root = write(tmp_path, {"app/log.py": LOG_HELPERS, "app/search.py": """
         from fastapi import FastAPI

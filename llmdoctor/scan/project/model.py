@@ -421,15 +421,28 @@ class ProjectModel:
         too, unless a request path runs it or its name is private (`_step`)."""
         runs: set[int] = set()
         called: set[int] = set()
+        run_here: set[tuple[int, int]] = set()  # (caller, callee) of each run
         for node in self.nodes:
             for callee, kind, _ in node.edges:
-                (runs if kind == E_RUN else called).add(callee)
+                if kind == E_RUN:
+                    runs.add(callee)
+                    run_here.add((node.id, callee))
+        # `async def poll(): ...` then `asyncio.run(poll())`: no one outside its function can call it, and what it
+        # calls is run there as the run's target would be
+        defined_to_run = {(node.id, callee) for node in self.nodes for callee, kind, _ in node.edges
+                          if kind == E_DEF and (node.id, callee) in run_here}
+        nested_runs = {callee for _, callee in defined_to_run}
+        for node in self.nodes:
+            for callee, kind, _ in node.edges:
+                if kind == E_RUN or (node.id, callee) in defined_to_run:
+                    continue
+                (runs if node.id in nested_runs else called).add(callee)
         if not runs:
             return set()
-        roots = [node.id for node in self.nodes if node.id not in called and not (
+        roots = [node.id for node in self.nodes if node.id not in called and node.id not in nested_runs and not (
             node.id in runs and (node.id in self._serving or node.function.name.startswith("_")))]
         shared = self._reach(sorted({*self.entries, *self.once, *roots}), skip=E_RUN, through_cached=False,
-                             entries=True)[0]
+                             entries=True, skip_edges=defined_to_run)[0]
         return self._reach(sorted(runs), through_cached=False)[0] - shared
 
     def steps(self, chain, last_line: int | None = None) -> list[Step]:
@@ -1592,13 +1605,15 @@ class ProjectModel:
     # ------------------------------------------------------------------ contexts
 
     def _reach(self, seeds: list[int], skip: int = -1, through_cached: bool = True, answering: bool = False,
-               entries: bool = False) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
+               entries: bool = False, skip_edges: set[tuple[int, int]] | None = None,
+               ) -> tuple[set[int], dict[int, tuple[int, Call | None]]]:
         """Breadth first from `seeds` over every edge (but those of kind `skip`): the nodes reached and, for
         each, the one it was reached from (shortest chains). Without `through_cached`, a cached function is
         reached but what it calls is not (its body runs once per distinct arguments, not per call), and a call
         whose result is memoised (`if key not in cache: cache[key] = make()`) is not followed. With
         `answering`, only calls whose value their caller gives back (`Call.answers`) are followed. With
-        `entries` (the seeds are entry points), a queue consumer's calls before its `get` are not followed."""
+        `entries` (the seeds are entry points), a queue consumer's calls before its `get` are not followed.
+        `skip_edges`: (caller, callee) pairs whose definition edge is not followed."""
         reached = set(seeds)
         parent: dict[int, tuple[int, Call | None]] = {}
         queue = deque(seeds)
@@ -1615,6 +1630,8 @@ class ProjectModel:
                     continue
                 if answering and (kind not in _VALUE_EDGES or call is None or not call.answers
                                   or (kind == E_REF and self._ordering_key(current, call, callee))):
+                    continue
+                if skip_edges and kind == E_DEF and (current, callee) in skip_edges:
                     continue
                 if kind != skip and callee not in reached and self.nodes[callee].path not in self.test_modules:
                     reached.add(callee)
