@@ -706,6 +706,23 @@ def test_the_text_of_a_chat_platforms_message_is_the_users_prompt():
         async def on_untyped(message):
             logger.info("text: %s", message.text)
         """)
+    check("""
+        import logging
+        import chainlit as cl
+        from openai import AsyncOpenAI
+        from streamlit_chat_prompt import prompt
+        logger = logging.getLogger(__name__)
+
+        @cl.on_message
+        async def main(message: cl.Message):
+            logger.info("user said %s", message.content)  # hit
+
+        def render():
+            chat_prompt_return = prompt(name="chat_input", key="main_prompt")
+            if chat_prompt_return:
+                logger.info(f"Received user text input: {chat_prompt_return.text}")  # hit
+                logger.info("images: %d", len(chat_prompt_return.images))
+        """)
 
 
 def test_chat_message_paths_in_the_knowledge_are_checked():
