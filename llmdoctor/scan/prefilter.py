@@ -447,7 +447,7 @@ def _logging_sink_text(catalog):
     helpers = sinks.helper_names
 
     def test(text: str, source: str) -> bool:
-        if helpers is not None and any(helpers.fullmatch(word) for word in _called_words(text)):
+        if helpers is not None and any(helpers.fullmatch(word) for word in identifiers(text)):
             return True
         if print_gate is not None and all(part is not None and passes(part, text) for part in print_gate):
             return True
@@ -459,13 +459,6 @@ def _logging_sink_text(catalog):
             logger_names is not None and logger_names.search(text) is not None)
 
     return test
-
-
-_CALLED_WORD = re.compile(r"(\w+)\s*\(")
-
-
-def _called_words(text: str) -> set[str]:
-    return set(_CALLED_WORD.findall(text))
 
 
 def _imports_sdk(region, prefixes: tuple[str, ...]) -> bool:
