@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from llmdoctor.scan.codefacts import COLLECTING_METHODS, NODE_FIELDS
+from llmdoctor.scan.rules.logging_knowledge import NOT_LOGGED_KEYWORDS
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # a comment that may silence an llmdoctor finding: a bare noqa, a noqa naming an LLM code, `llmdoctor: ...`
@@ -1464,8 +1465,8 @@ class _Reader:
                 continue
             if level is None or level < knowledge.min_level:
                 continue
-            shown = [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_LOGGED_KEYWORDS)]
-            for name in _shown_names(shown, knowledge.excerpt_max_chars):
+            shown = [*call.args, *(k.value for k in call.keywords if k.arg not in NOT_LOGGED_KEYWORDS)]
+            for name in _shown_names(shown, knowledge):
                 if name in parameters and logged.get(name, -1) < level:
                     logged[name] = level
         return logged
@@ -2233,15 +2234,10 @@ def _mark_answers(function: Function, flows: list[tuple[frozenset[str] | None, l
                 break
 
 
-_NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "extra"})
-_KEEPS_TEXT_FUNCTIONS = frozenset({"str", "repr", "format"})
-_KEEPS_TEXT_METHODS = frozenset({"format", "join", "strip", "lower", "upper", "replace"})
-
-
-def _shown_names(nodes: list, excerpt_max_chars: int) -> set[str]:
+def _shown_names(nodes: list, knowledge) -> set[str]:
     """The names whose text a log line shows: passed as they are, formatted in (`f"{text}"`, `"%s" % text`,
-    `"x: " + text`, `"{}".format(text)`, `str(text)`), not reduced to an excerpt (`text[:50]`, `{text:.50}`) or
-    to something else (`len(text)`, `text.count("\n")`)."""
+    `"x: " + text`, `"{}".format(text)`, `str(text)`: sdk-logging.yaml's preserving functions and methods), not
+    reduced to an excerpt (`text[:50]`, `{text:.50}`) or to something else (`len(text)`, `text.count("\n")`)."""
     names = set()
     stack = list(nodes)
     while stack:
@@ -2251,7 +2247,7 @@ def _shown_names(nodes: list, excerpt_max_chars: int) -> set[str]:
             names.add(node.id)
         elif kind is ast.JoinedStr:
             stack.extend(part for part in node.values if type(part) is ast.FormattedValue
-                         and not _cut_by_spec(part.format_spec, excerpt_max_chars))
+                         and not _cut_by_spec(part.format_spec, knowledge.excerpt_max_chars))
         elif kind is ast.FormattedValue:
             stack.append(node.value)
         elif kind is ast.BinOp and type(node.op) in (ast.Mod, ast.Add):
@@ -2260,14 +2256,15 @@ def _shown_names(nodes: list, excerpt_max_chars: int) -> set[str]:
             stack.extend(node.elts)
         elif kind is ast.Call:
             func = node.func
-            if (type(func) is ast.Name and func.id in _KEEPS_TEXT_FUNCTIONS) or (
-                    type(func) is ast.Attribute and func.attr in _KEEPS_TEXT_METHODS):
+            if type(func) is ast.Name and func.id in knowledge.preserving_functions:
                 stack.extend(node.args)
-                if type(func) is ast.Attribute:
-                    stack.append(func.value)
-        elif kind is ast.Subscript and type(node.slice) is ast.Slice:
-            if not _short_slice(node.slice, excerpt_max_chars):
-                stack.append(node.value)
+            elif type(func) is ast.Attribute and (func.attr in knowledge.preserving_methods
+                                                  or _text(func) in knowledge.preserving_functions):
+                stack.extend(node.args)
+                stack.append(func.value)
+        elif kind is ast.Subscript and type(node.slice) is ast.Slice \
+                and not _short_slice(node.slice, knowledge.excerpt_max_chars):
+            stack.append(node.value)
     return names
 
 

@@ -13,10 +13,10 @@ import libcst as cst
 
 from llmdoctor.scan.functionfacts import first_word
 from llmdoctor.scan.project.link import ERROR_PATH, IN_MODEL_PROGRAM, LOGGED_THROUGH
+from llmdoctor.scan.rules.logging_knowledge import NOT_LOGGED_KEYWORDS
 from llmdoctor.scan.rules.payload import LEVELS, Source, attribute_chain
 from llmdoctor.scan.rules.payloadflow import PayloadFlowRule
 
-NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "file", "sep", "end", "flush"})
 LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
 
 
