@@ -246,7 +246,8 @@ class Interest:
     model_imports: tuple[str, ...] = ()
     model_paths: tuple[str, ...] = ()
     peer_codes: tuple[str, ...] = ()  # other linters' codes for a rule's check (rule files' `peer_codes`)
-    logging: object = field(default=None, compare=False)  # sdk-logging.yaml (LoggingKnowledge): what a function logs of its parameters
+    # sdk-logging.yaml's LoggingKnowledge: which of its parameters a function logs (Function.logs)
+    logging: object = field(default=None, compare=False)
 
     def imports_model(self, node: ast.Import | ast.ImportFrom) -> bool:
         """`import openai`, `from google import genai`, `from langchain_core.messages import ...`."""

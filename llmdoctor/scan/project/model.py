@@ -418,7 +418,9 @@ class ProjectModel:
         """What the targets of `asyncio.run` & co. reach, less what also runs on a shared loop: reached
         without such an edge from an entry point, a run-once entry, or code nobody in the project calls (a
         library's API, awaited by its users on their loops). A coroutine only ever run that way is such API
-        too, unless a request path runs it or its name is private (`_step`)."""
+        too, unless a request path runs it or its name is private (`_step`). One a function defines and runs so
+        (`async def poll(): ...`, then `asyncio.run(poll())`) is no one else's way in: its definition is not
+        followed, and what it calls is run there."""
         runs: set[int] = set()
         called: set[int] = set()
         run_here: set[tuple[int, int]] = set()  # (caller, callee) of each run

@@ -413,8 +413,8 @@ def _retries(loop: cst.CSTNode, retry_names: tuple[str, ...]) -> bool:
     repeat."""
     if isinstance(loop, cst.For):
         ranged = isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "range"
-        if not ranged and not any(fnmatch.fnmatchcase(name.lower(), glob) for name in _names_in((loop.target, loop.iter))
-                                  for glob in retry_names):
+        names = _names_in((loop.target, loop.iter))
+        if not ranged and not any(fnmatch.fnmatchcase(name.lower(), glob) for name in names for glob in retry_names):
             return False
     elif not isinstance(loop, cst.While):
         return False
@@ -422,6 +422,7 @@ def _retries(loop: cst.CSTNode, retry_names: tuple[str, ...]) -> bool:
 
 
 def _names_in(nodes) -> list[str]:
+    """The names a loop's target and iterable spell: `attempt`, `delay`, `enumerate`, `backoff_delays`."""
     names, stack = [], list(nodes)
     while stack:
         node = stack.pop()

@@ -12,12 +12,10 @@ from __future__ import annotations
 import libcst as cst
 
 from llmdoctor.scan.functionfacts import first_word
-from llmdoctor.scan.project.link import ERROR_PATH, IN_MODEL_PROGRAM, LOGGED_THROUGH
+from llmdoctor.scan.project.link import ERROR_PATH, IN_MODEL_PROGRAM, LEVEL_NAMES, LOGGED_THROUGH
 from llmdoctor.scan.rules.logging_knowledge import NOT_LOGGED_KEYWORDS
 from llmdoctor.scan.rules.payload import LEVELS, Source, attribute_chain
 from llmdoctor.scan.rules.payloadflow import PayloadFlowRule
-
-LEVEL_NAMES = {number: name for name, number in LEVELS.items()}
 
 
 class UnsampledPayloadLogging(PayloadFlowRule):
@@ -68,7 +66,7 @@ class UnsampledPayloadLogging(PayloadFlowRule):
             position += arg.keyword is None
             value = self.evaluate(arg.value)
             if isinstance(value, Source) and not value.stream:
-                shown = _shown(node.func, self.context.callee_name(node))
+                shown = _shown(node.func, callee)
                 text = _brief(_source_text(value, arg.value))
                 self.report(
                     node,
