@@ -13,7 +13,7 @@ from llmdoctor.errors import UserError
 LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 FIRST_ARGUMENT = "first_argument"
 # keywords of a logging call or `print` that say how to log, not what
-NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "extra", "file", "sep", "end", "flush"})
+NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "file", "sep", "end", "flush"})
 KNOWLEDGE_STEM = "sdk-logging"
 
 
