@@ -1260,6 +1260,10 @@ LOG_HELPERS = """
     def print_excerpt(message):
         progress_logger.info(f"{message[:40]}...")
 
+    def log_preview(message, title):
+        progress_logger.info("preview: %.40s", message)
+        progress_logger.info("%s" % title)
+
     def log_warning(title, message):
         progress_logger.warning(f"{title}: {message}")
     """
@@ -1343,6 +1347,7 @@ def test_llm005_a_payload_handed_to_a_logging_helper_of_the_program(tmp_path):
             log.debug(original_query)
             log.log_size(original_query)
             log.print_excerpt(original_query)
+            log.log_preview(original_query, "q")
             color_print(message=original_query)
             reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": original_query}])
             if not reply.choices:
@@ -1352,7 +1357,7 @@ def test_llm005_a_payload_handed_to_a_logging_helper_of_the_program(tmp_path):
             return reply
         """})
     findings = [f for f in scan(root) if f.rule == "LLM005"]
-    assert [(f.path, f.line) for f in findings] == [("app/search.py", 11), ("app/search.py", 15), ("app/search.py", 19)]
+    assert [(f.path, f.line) for f in findings] == [("app/search.py", 11), ("app/search.py", 16), ("app/search.py", 20)]
     first = findings[0]
     assert "`color_print` logs its `message` at INFO" in first.message
     assert first.extra["helper"] == {"path": "app/log.py", "line": 7, "function": "color_print", "parameter": "message"}

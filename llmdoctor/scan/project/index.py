@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from llmdoctor.scan.codefacts import COLLECTING_METHODS, NODE_FIELDS
-from llmdoctor.scan.rules.logging_knowledge import NOT_LOGGED_KEYWORDS
+from llmdoctor.scan.rules.logging_knowledge import NOT_LOGGED_KEYWORDS, printf_excerpts
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # a comment that may silence an llmdoctor finding: a bare noqa, a noqa naming an LLM code, `llmdoctor: ...`
@@ -1465,7 +1465,8 @@ class _Reader:
                 continue
             if level is None or level < knowledge.min_level:
                 continue
-            shown = [*call.args, *(k.value for k in call.keywords if k.arg not in NOT_LOGGED_KEYWORDS)]
+            shown = call.args[:1] + _shown_arguments(call.args[0], call.args[1:], knowledge) if call.args else []
+            shown += [k.value for k in call.keywords if k.arg not in NOT_LOGGED_KEYWORDS]
             for name in _shown_names(shown, knowledge):
                 if name in parameters and logged.get(name, -1) < level:
                     logged[name] = level
@@ -2091,17 +2092,18 @@ def _either(first: str | None, second: str | None) -> str | None:
         return first
     if first is None or second is None:
         return None
-    members = sorted({*_members_of(first), *_members_of(second)})
+    members = sorted({*members_of(first), *members_of(second)})
     return _members_ref(EITHER, members) if len(members) <= MAX_EITHER else None
 
 
 def _either_of(values: set[str]) -> str | None:
     """What holds one of a few known values (`E:{a|b}`); None for too many."""
-    members = sorted({member for value in values for member in _members_of(value)})
+    members = sorted({member for value in values for member in members_of(value)})
     return _members_ref(EITHER, members) if len(members) <= MAX_EITHER else None
 
 
-def _members_of(ref: str) -> list[str]:
+def members_of(ref: str) -> list[str]:
+    """`E:{a|b}` -> [a, b]: the values either branch bound; any other reference stands alone."""
     if ref.startswith(EITHER) and ref.endswith("}"):
         return ref[len(EITHER) + 1:-1].split("|")
     return [ref]
@@ -2247,10 +2249,13 @@ def _shown_names(nodes: list, knowledge) -> set[str]:
             names.add(node.id)
         elif kind is ast.JoinedStr:
             stack.extend(part for part in node.values if type(part) is ast.FormattedValue
-                         and not _cut_by_spec(part.format_spec, knowledge.excerpt_max_chars))
+                         and not _cuts_by_spec(part.format_spec, knowledge))
         elif kind is ast.FormattedValue:
             stack.append(node.value)
-        elif kind is ast.BinOp and type(node.op) in (ast.Mod, ast.Add):
+        elif kind is ast.BinOp and type(node.op) is ast.Mod:  # `"%.50s: %s" % (title, text)`
+            values = node.right.elts if type(node.right) is ast.Tuple else [node.right]
+            stack.extend(_shown_arguments(node.left, values, knowledge))
+        elif kind is ast.BinOp and type(node.op) is ast.Add:
             stack.extend((node.left, node.right))
         elif kind in (ast.Tuple, ast.List):
             stack.extend(node.elts)
@@ -2262,37 +2267,38 @@ def _shown_names(nodes: list, knowledge) -> set[str]:
                                                   or _text(func) in knowledge.preserving_functions):
                 stack.extend(node.args)
                 stack.append(func.value)
-        elif kind is ast.Subscript and type(node.slice) is ast.Slice \
-                and not _short_slice(node.slice, knowledge.excerpt_max_chars):
+        elif kind is ast.Subscript and type(node.slice) is ast.Slice and not _cuts_by_slice(node.slice, knowledge):
             stack.append(node.value)
     return names
 
 
-def _cut_by_spec(spec: ast.expr | None, limit: int) -> bool:
-    """`{text:.50}`: a literal precision up to `limit` cuts the text to an excerpt."""
-    if spec is None or type(spec) is not ast.JoinedStr or len(spec.values) != 1 \
-            or type(spec.values[0]) is not ast.Constant:
-        return False
-    precision = re.search(r"\.(\d+)", str(spec.values[0].value))
-    return precision is not None and int(precision.group(1)) <= limit
+def _cuts_by_spec(spec: ast.expr | None, knowledge) -> bool:
+    """`{text:.50}`: a literal format spec that cuts the text to an excerpt (LoggingKnowledge.spec_cuts)."""
+    return type(spec) is ast.JoinedStr and len(spec.values) == 1 and type(spec.values[0]) is ast.Constant \
+        and knowledge.spec_cuts(str(spec.values[0].value))
 
 
-def _short_slice(part: ast.Slice, limit: int) -> bool:
-    """`text[:50]`, `text[-40:]`: at most `limit` characters."""
-    def literal(bound):
-        if type(bound) is ast.Constant and type(bound.value) is int:
-            return bound.value
-        if type(bound) is ast.UnaryOp and type(bound.op) is ast.USub and type(bound.operand) is ast.Constant \
-                and type(bound.operand.value) is int:
-            return -bound.operand.value
-        return None
-    lower = literal(part.lower) if part.lower is not None else 0
-    upper = literal(part.upper) if part.upper is not None else None
-    if part.step is not None or lower is None:
-        return False
-    if part.upper is None:
-        return lower < 0 and -lower <= limit
-    return upper is not None and lower == 0 and 0 <= upper <= limit
+def _cuts_by_slice(part: ast.Slice, knowledge) -> bool:
+    """`text[:50]`, `text[-40:]` (LoggingKnowledge.slice_cuts)."""
+    return part.step is None and knowledge.slice_cuts(_literal_int(part.lower), _literal_int(part.upper))
+
+
+def _literal_int(node: ast.expr | None) -> int | None:
+    if type(node) is ast.Constant and type(node.value) is int:
+        return node.value
+    if type(node) is ast.UnaryOp and type(node.op) is ast.USub and type(node.operand) is ast.Constant \
+            and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
+def _shown_arguments(template: ast.expr, arguments: list, knowledge) -> list:
+    """The arguments of a `%` template that it shows whole: not those its conversion cuts to an excerpt
+    (`%.50s`: printf_excerpts); all of them where the template is no literal."""
+    if type(template) is not ast.Constant or type(template.value) is not str:
+        return arguments
+    cut = printf_excerpts(template.value, knowledge.excerpt_max_chars)
+    return arguments if cut is None else [argument for i, argument in enumerate(arguments) if i not in cut]
 
 
 def _names_read(nodes: list, prompts: frozenset[str]) -> set[str]:

@@ -42,6 +42,7 @@ from llmdoctor.scan.project.index import (
     ClassInfo,
     Function,
     ModuleIndex,
+    members_of,
 )
 from llmdoctor.scan.project.knowledge import (
     INTERACTIVE,
@@ -976,8 +977,9 @@ class ProjectModel:
     def _argument_target(self, node_id: int, ref: str) -> Target | None:
         """What an argument hands over: `asyncio.run(main())` hands `main` (the call runs it), `add_route("/",
         Resource())` an instance."""
-        if ref.startswith(EITHER) and ref.endswith("}"):  # `asyncio.run(conversion)`, one of two calls a branch made
-            return _one_of([self._argument_target(node_id, member) for member in ref[len(EITHER) + 1:-1].split("|")])
+        members = members_of(ref)
+        if len(members) > 1:  # `asyncio.run(conversion)`, one of the calls two branches made
+            return _one_of([self._argument_target(node_id, member) for member in members])
         if ref.endswith(CALLED):
             inner = self.resolve(node_id, ref[: -len(CALLED)])
             if inner is not None and inner.kind == "function":

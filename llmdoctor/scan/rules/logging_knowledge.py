@@ -17,6 +17,35 @@ NOT_LOGGED_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel", "file",
 KNOWLEDGE_STEM = "sdk-logging"
 
 
+# printf-style conversions (`%(key)s`, `%-10.50r`, `%*d`, `%%`), as the `%` operator and logging read them
+_PRINTF = re.compile(r"%(?P<key>\([^)]*\))?[#0\- +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d*))?[hlL]?"
+                     r"(?P<type>[diouxXeEfFgGcrsa%])")
+# a format spec (`format()`'s mini-language): [[fill]align][sign][z][#][0][width][grouping][.precision][type]
+_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?\d*[_,]?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?")
+
+
+def printf_excerpts(template: str, limit: int) -> set[int] | None:
+    """The positions of the arguments a printf-style template cuts to at most `limit` characters (`%.50s`,
+    `%.60r`); None where its arguments are not positional (`%(name)s`) or `limit` is off."""
+    if limit <= 0:
+        return None
+    cut: set[int] = set()
+    position = 0
+    for found in _PRINTF.finditer(template):
+        if found["type"] == "%":
+            continue
+        if found["key"] is not None:
+            return None
+        position += found["width"] == "*"
+        precision = found["precision"]
+        if precision == "*":
+            position += 1
+        elif found["type"] in "rsa" and precision is not None and int(precision or 0) <= limit:
+            cut.add(position)
+        position += 1
+    return cut
+
+
 def _glob_regex(globs) -> re.Pattern | None:
     globs = list(globs or ())
     if not globs:
@@ -60,6 +89,24 @@ class LoggingKnowledge:
 
     def is_logger_name(self, name: str) -> bool:
         return name in self.logger_names or any(fnmatch.fnmatchcase(name, g) for g in self.logger_name_globs)
+
+    def spec_cuts(self, spec: str) -> bool:
+        """`{text:.50}` / `{text!r:.50s}`: a format spec (the text after `:`) whose precision cuts a string to an
+        excerpt of at most `excerpt_max_chars` characters."""
+        found = _FORMAT_SPEC.fullmatch(spec)
+        limit = self.excerpt_max_chars
+        return found is not None and found["precision"] is not None and found["type"] in (None, "s") \
+            and 0 < limit and int(found["precision"]) <= limit
+
+    def slice_cuts(self, lower: int | None, upper: int | None) -> bool:
+        """`text[:N]` (no lower bound, `upper` N) or `text[-N:]` (`lower` -N, no upper bound) with N up to
+        `excerpt_max_chars`: at most N characters, a label for the line (bounds given as the literals written)."""
+        limit = self.excerpt_max_chars
+        if limit <= 0:
+            return False
+        if lower is None and upper is not None:
+            return 0 <= upper <= limit
+        return upper is None and lower is not None and -limit <= lower < 0
 
     def may_be_helper(self, name: str) -> bool:
         return self.helper_names is not None and self.helper_names.fullmatch(name) is not None

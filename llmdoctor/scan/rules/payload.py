@@ -15,7 +15,6 @@ ends the flow. Names are looked up through a callback: the rule keeps the per-fu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -29,6 +28,7 @@ from llmdoctor.scan.rules.logging_knowledge import (  # noqa: F401 - LLM005's kn
     LoggingKnowledge,
     build_logging_knowledge,
     logging_knowledge,
+    printf_excerpts,
 )
 from llmdoctor.scan.rules.sdk_knowledge import Method, SdkKnowledge
 
@@ -228,33 +228,6 @@ def prompt_parts(value: cst.BaseExpression, logging: LoggingKnowledge) -> list[s
 
 # ---------------------------------------------------------------------------------------- evaluation
 
-# printf-style conversions (`%(key)s`, `%-10.50r`, `%*d`, `%%`), as the `%` operator and logging read them
-_PRINTF = re.compile(r"%(?P<key>\([^)]*\))?[#0\- +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d*))?[hlL]?"
-                     r"(?P<type>[diouxXeEfFgGcrsa%])")
-# a format spec (`format()`'s mini-language): [[fill]align][sign][z][#][0][width][grouping][.precision][type]
-_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?\d*[_,]?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?")
-
-
-def printf_excerpts(template: str, limit: int) -> set[int] | None:
-    """The positions of the arguments a printf-style template cuts to at most `limit` characters (`%.50s`,
-    `%.60r`); None where its arguments are not positional (`%(name)s`) or `limit` is off."""
-    if limit <= 0:
-        return None
-    cut: set[int] = set()
-    position = 0
-    for found in _PRINTF.finditer(template):
-        if found["type"] == "%":
-            continue
-        if found["key"] is not None:
-            return None
-        position += found["width"] == "*"
-        precision = found["precision"]
-        if precision == "*":
-            position += 1
-        elif found["type"] in "rsa" and precision is not None and int(precision or 0) <= limit:
-            cut.add(position)
-        position += 1
-    return cut
 
 
 _METADATA_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.round",
@@ -377,25 +350,14 @@ class PayloadEvaluator:
         spec = part.format_spec
         if not spec or not all(isinstance(piece, cst.FormattedStringText) for piece in spec):
             return False
-        found = _FORMAT_SPEC.fullmatch("".join(piece.value for piece in spec))
-        limit = self.logging.excerpt_max_chars
-        return found is not None and found["precision"] is not None and found["type"] in (None, "s") \
-            and 0 < limit and int(found["precision"]) <= limit
+        return self.logging.spec_cuts("".join(piece.value for piece in spec))
 
     def _excerpt(self, expr: cst.Subscript) -> bool:
         """`text[:N]` or `text[-N:]` with a literal N up to `excerpt_max_chars`: at most N characters."""
-        limit = self.logging.excerpt_max_chars
-        if limit <= 0 or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Slice):
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Slice):
             return False
         part = expr.slice[0].slice
-        if part.step is not None:
-            return False
-        if part.lower is None and isinstance(part.upper, cst.Integer):
-            return int(part.upper.value, 0) <= limit
-        if part.upper is None and isinstance(part.lower, cst.UnaryOperation) and isinstance(
-                part.lower.operator, cst.Minus) and isinstance(part.lower.expression, cst.Integer):
-            return int(part.lower.expression.value, 0) <= limit
-        return False
+        return part.step is None and self.logging.slice_cuts(_literal_int(part.lower), _literal_int(part.upper))
 
     def _payload_key(self, expr: cst.Dict) -> Value:
         """`{"model": m, "prompt": conv}`: a request body whose prompt is not a literal."""
@@ -528,6 +490,16 @@ class PayloadEvaluator:
 
 def _at(value: Value, expr: cst.BaseExpression) -> Value:
     return replace(value, node=expr) if isinstance(value, Source) else value
+
+
+def _literal_int(node: cst.BaseExpression | None) -> int | None:
+    """`50`, `-40`: the value of an integer literal, else None."""
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+            and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value, 0)
+    return None
 
 
 def _string_key(node: cst.Subscript) -> str | None:
